@@ -1,0 +1,84 @@
+"""LeanPass: a lean automatic-differentiation library on NumPy.
+
+>>> import leanpass as lp
+>>> x = lp.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad
+Tensor([2., 4., 6.])
+>>> lp.grad(lambda w: (w ** 2).sum())(np.array([1.0, 2.0]))
+array([2., 4.])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import functional
+from .ops import (
+    abs,
+    add,
+    astype,
+    broadcast_to,
+    clip,
+    concatenate,
+    cos,
+    divide,
+    einsum,
+    exp,
+    expand_dims,
+    flatten,
+    gelu,
+    leaky_relu,
+    log,
+    log_softmax,
+    logaddexp,
+    logsumexp,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    multiply,
+    negative,
+    permute,
+    power,
+    relu,
+    reshape,
+    sigmoid,
+    sign,
+    sin,
+    softmax,
+    softplus,
+    split,
+    sqrt,
+    square,
+    squeeze,
+    stack,
+    std,
+    subtract,
+    sum,
+    swapaxes,
+    take,
+    tanh,
+    transpose,
+    var,
+    where,
+)
+from .tensor import Tensor, apply, no_grad
+from .transforms import grad, hessian, hvp, jacobian, value_and_grad, vjp
+from .tree import register_pytree, tree_flatten, tree_map, tree_unflatten
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tensor", "apply", "no_grad", "functional", "grad", "value_and_grad", "vjp", "jacobian",
+    "hessian", "hvp", "tree_flatten", "tree_unflatten", "tree_map", "register_pytree",
+    "abs", "add", "astype", "broadcast_to", "clip", "concatenate", "cos", "divide", "einsum",
+    "exp", "expand_dims", "flatten", "gelu", "leaky_relu", "log", "log_softmax", "logaddexp",
+    "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
+    "permute", "power", "relu", "reshape", "sigmoid", "sign", "sin", "softmax", "softplus",
+    "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
+    "tanh", "transpose", "var", "where",
+]
+del np

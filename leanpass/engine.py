@@ -1,0 +1,122 @@
+"""The one reverse pass, and ``Tensor.backward`` on top of it.
+
+The pass walks the graph from its roots in reverse creation order (a max-heap on each node's
+sequence number), so every node's cotangent is complete before its VJP runs. It visits only
+nodes whose trace has a bit of ``mask`` (the nodes that depend on the inputs being
+differentiated), frees each cotangent as soon as it is passed on, and never recurses.
+
+First order, the VJPs run on raw arrays. With ``create_graph=True`` each node's rule is
+replayed on its parent Tensors (``functional.OPS[node._op](*node._parents)``), so the pass
+itself is recorded and can be differentiated again.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+from typing import Any
+
+import numpy as np
+
+from . import functional as F
+from .functional.unary import _pass_through
+from .tensor import Tensor, _const, _grad_enabled
+
+
+def reverse_pass(
+    roots: list[Tensor], seeds: list[Any], mask: int, create_graph: bool = False
+) -> dict[int, tuple[Tensor, Any]]:
+    """Pull ``seeds`` back from ``roots``; return ``{t._seq: (t, cotangent)}`` for the inputs reached.
+
+    The inputs are the leaves (nodes with no VJP) and a transform's inputs that are linked to
+    an outer graph (``identity`` nodes whose parent is not differentiated by this pass).
+    """
+    pending: dict[int, tuple[Tensor, Any]] = {}  # seq -> (node, cotangent so far)
+    heap: list[int] = []  # -seq of each pending node: pops the newest first
+    for root, seed in zip(roots, seeds):
+        s = root._seq
+        if s in pending:
+            pending[s] = (root, pending[s][1] + seed)
+        else:
+            pending[s] = (root, seed)
+            heappush(heap, -s)
+    leaves: dict[int, tuple[Tensor, Any]] = {}
+    while heap:
+        s = -heappop(heap)
+        node, g = entry = pending.pop(s)
+        vjp = node._vjp
+        if vjp is None or (vjp is _pass_through and not node._parents[0]._trace & mask):
+            leaves[s] = entry
+            continue
+        cts = _replay(node, g, mask) if create_graph else vjp(g)
+        for p, c in zip(node._parents, cts):
+            if c is None or type(p) is not Tensor or not p._trace & mask:
+                continue
+            ps = p._seq
+            e = pending.get(ps)
+            if e is None:
+                pending[ps] = (p, c)
+                heappush(heap, -ps)
+            else:
+                pending[ps] = (p, e[1] + c)
+    return leaves
+
+
+def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
+    """Run ``node``'s rule again on its parent Tensors, so that the VJP itself is recorded."""
+    fn = F.OPS[node._op]
+    parents = node._parents
+    with _grad_enabled():
+        if node._op in F.TAKES_NEED:
+            need = tuple(type(p) is Tensor and p._trace & mask != 0 for p in parents)
+            _, vjp = fn(*parents, need=need)
+        else:
+            _, vjp = fn(*parents)
+        return vjp(g)
+
+
+def backward(t: Tensor, cotangent: Any = None, create_graph: bool = False) -> None:
+    """``Tensor.backward``: accumulate gradients into ``.grad`` of the leaves requiring grad."""
+    if not t._trace:
+        raise RuntimeError(
+            "backward(): this Tensor does not require grad, so there is nothing to "
+            "differentiate. None of the Tensors it was computed from has requires_grad=True "
+            "(or it was computed under no_grad()); create inputs with "
+            "Tensor(..., requires_grad=True)."
+        )
+    seed = _seed(t, cotangent)
+    if create_graph:
+        seed = _const(seed)
+    for leaf, g in reverse_pass([t], [seed], -1, create_graph).values():
+        if not create_graph:
+            g = _const(_match(g, leaf))
+        elif type(g) is not Tensor:
+            g = _const(g)
+        leaf.grad = g if leaf.grad is None else leaf.grad + g
+
+
+def _seed(t: Tensor, cotangent: Any) -> Any:
+    """The cotangent to start from: ones for a one-element Tensor, else the one given."""
+    data = t._data
+    if cotangent is None:
+        if np.size(data) != 1:
+            raise RuntimeError(
+                f"backward() without a cotangent needs a one-element Tensor, but this one has "
+                f"shape {np.shape(data)}. Reduce it first (t.sum().backward()) or pass a "
+                f"cotangent of that shape: t.backward(np.ones({np.shape(data)}))."
+            )
+        return np.ones_like(data)
+    g = cotangent._data if type(cotangent) is Tensor else np.asarray(cotangent, dtype=t.dtype)
+    if np.shape(g) != np.shape(data):
+        raise ValueError(
+            f"backward(cotangent): the cotangent has shape {np.shape(g)} but the Tensor has "
+            f"shape {np.shape(data)}; they must match."
+        )
+    return g
+
+
+def _match(g: Any, like: Tensor) -> Any:
+    """A cotangent in ``like``'s dtype and shape (a broadcast view becomes a real array)."""
+    dtype = like.dtype
+    if np.shape(g) != like.shape:
+        g = np.broadcast_to(g, like.shape)
+    return np.asarray(g, dtype=dtype)

@@ -1,0 +1,81 @@
+"""LeanPass's operations as pure functions on arrays: ``op(*inputs) -> (output, vjp)``.
+
+``vjp(g)`` maps the cotangent of the output to one cotangent per input (``None`` for an input
+that has none, such as a parameter like ``axis``). Call them on NumPy arrays to test a rule or
+to build an op of your own; the Tensor layer (``leanpass.exp``, ``t + u``, ...) records them.
+
+>>> import numpy as np
+>>> from leanpass import functional as F
+>>> ans, vjp = F.mul(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+>>> ans
+array([3., 8.])
+>>> vjp(np.ones(2))
+(array([3., 4.]), array([1., 2.]))
+
+``OPS`` is the one VJP table: every ``_op`` name a Tensor can carry, mapped to its function.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ._broadcast import unbroadcast
+from .binary import add, div, logaddexp, matmul, maximum, minimum, mul, power, sub
+from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
+from .shapes import (
+    astype,
+    broadcast_to,
+    concatenate,
+    einsum,
+    expand_dims,
+    getitem,
+    reshape,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+    unindex,
+    where,
+)
+from .unary import (
+    abs,
+    clip,
+    cos,
+    exp,
+    gelu,
+    identity,
+    leaky_relu,
+    log,
+    neg,
+    relu,
+    sigmoid,
+    sin,
+    softplus,
+    sqrt,
+    square,
+    tanh,
+)
+
+OPS: dict[str, Callable[..., Any]] = {
+    "+": add,
+    "-": sub,
+    "*": mul,
+    "/": div,
+    "**": power,
+    "@": matmul,
+    "neg": neg,
+    **{
+        f.__name__: f
+        for f in (
+            abs, astype, broadcast_to, clip, concatenate, cos, einsum, exp, expand_dims, gelu,
+            getitem, identity, leaky_relu, log, log_softmax, logaddexp, logsumexp, max, maximum,
+            mean, min, minimum, relu, reshape, sigmoid, sin, softmax, softplus, sqrt, square,
+            squeeze, stack, std, sum, swapaxes, tanh, transpose, unindex, var, where,
+        )
+    },
+}
+
+# Ops whose signature takes ``need=``: which inputs' cotangents to compute.
+TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "maximum", "minimum", "logaddexp", "where"})
+
+__all__ = sorted(["OPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])

@@ -1,0 +1,22 @@
+"""Calls from a VJP rule to an op NumPy has no function for, so Tensor dispatch cannot reach it.
+
+On raw arrays the op runs directly; on Tensors (a differentiable backward pass) it is recorded
+through the Tensor layer, which sets ``apply`` when it is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, set on import
+
+
+def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
+    """Scatter-add ``g`` into zeros of ``shape`` at ``index`` (see ``shapes.unindex``)."""
+    from .shapes import unindex as op
+
+    if isinstance(g, (np.ndarray, np.generic)) or apply is None:
+        return op(g, index, shape)[0]
+    return apply(op, "unindex", g, index, shape)

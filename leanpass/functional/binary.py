@@ -1,0 +1,211 @@
+"""Operations with two differentiable inputs: arithmetic, ``@`` and elementwise binary functions.
+
+Every op takes raw arrays (or Python numbers) and returns ``(ans, vjp)``; ``vjp(g)`` returns one
+cotangent per input, ``None`` where ``need`` says that input's gradient is not wanted. The Tensor
+layer passes ``need`` so that, for example, a batch of data never costs a gradient.
+
+The rules use only NumPy functions and operators, so the same code runs on Tensors when a
+differentiable (higher-order) backward pass replays it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._broadcast import unbroadcast
+
+BOTH = (True, True)
+
+
+def add(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+    """``x + y``. The cotangent passes unchanged to both inputs (summed where broadcast).
+
+    >>> ans, vjp = add(np.array([1.0, 2.0]), 10.0)
+    >>> ans, vjp(np.ones(2))[0]
+    (array([11., 12.]), array([1., 1.]))
+    """
+
+    def vjp(g: Any) -> tuple[Any, Any]:
+        return (unbroadcast(g, x) if need[0] else None, unbroadcast(g, y) if need[1] else None)
+
+    return x + y, vjp
+
+
+def sub(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+    """``x - y``. The cotangent passes unchanged to ``x`` and negated to ``y``.
+
+    >>> ans, vjp = sub(np.array([1.0, 2.0]), np.array([3.0, 5.0]))
+    >>> ans, vjp(np.ones(2))[1]
+    (array([-2., -3.]), array([-1., -1.]))
+    """
+
+    def vjp(g: Any) -> tuple[Any, Any]:
+        return (unbroadcast(g, x) if need[0] else None, unbroadcast(-g, y) if need[1] else None)
+
+    return x - y, vjp
+
+
+def mul(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+    """``x * y``. Each input's cotangent is ``g`` times the other input.
+
+    >>> ans, vjp = mul(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    >>> vjp(np.ones(2))
+    (array([3., 4.]), array([1., 2.]))
+    """
+
+    def vjp(g: Any) -> tuple[Any, Any]:
+        return (
+            unbroadcast(g * y, x) if need[0] else None,
+            unbroadcast(g * x, y) if need[1] else None,
+        )
+
+    return x * y, vjp
+
+
+def div(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+    """``x / y``. Cotangents ``g / y`` and ``-g * x / y**2``.
+
+    >>> ans, vjp = div(np.array([1.0]), np.array([2.0]))
+    >>> vjp(np.ones(1))
+    (array([0.5]), array([-0.25]))
+    """
+
+    def vjp(g: Any) -> tuple[Any, Any]:
+        return (
+            unbroadcast(g / y, x) if need[0] else None,
+            unbroadcast(-g * x / (y * y), y) if need[1] else None,
+        )
+
+    return x / y, vjp
+
+
+def power(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+    """``x ** y`` for any real exponent. Cotangents ``g * y * x**(y-1)`` and ``g * ans * log(x)``.
+
+    The exponent's cotangent is taken as 0 where ``x <= 0`` (where ``log(x)`` has no real value).
+
+    >>> ans, vjp = power(np.array([2.0, 3.0]), 2)
+    >>> ans, vjp(np.ones(2))[0]
+    (array([4., 9.]), array([4., 6.]))
+    """
+    ans = x**y
+
+    def vjp(g: Any) -> tuple[Any, Any]:
+        gx = gy = None
+        if need[0]:
+            gx = unbroadcast(g * y * x ** (y - 1), x)
+        if need[1]:
+            safe = np.where(x > 0, x, 1)
+            gy = unbroadcast(g * ans * np.log(safe), y)
+        return gx, gy
+
+    return ans, vjp
+
+
+def matmul(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+    """``x @ y`` with NumPy's semantics: 1-D vectors, 2-D matrices and batched N-D stacks.
+
+    The cotangents are ``g @ y.T`` and ``x.T @ g`` (last two axes swapped), with a 1-D operand
+    treated as a row (left) or column (right) and batch axes summed back where broadcast.
+
+    >>> ans, vjp = matmul(np.ones((2, 3)), np.ones((3, 4)))
+    >>> ans.shape, vjp(np.ones((2, 4)))[0]
+    ((2, 4), array([[4., 4., 4.],
+           [4., 4., 4.]]))
+    """
+    try:
+        ans = x @ y
+    except ValueError:
+        raise ValueError(_matmul_message(np.shape(x), np.shape(y))) from None
+
+    def vjp(g: Any) -> tuple[Any, Any]:
+        xnd, ynd = x.ndim, y.ndim
+        if xnd == 2 and ynd == 2:  # the common case, kept short
+            return (g @ y.T if need[0] else None, x.T @ g if need[1] else None)
+        if xnd == 1 and ynd == 1:
+            return (g * y if need[0] else None, g * x if need[1] else None)
+        x2 = x.reshape((1,) + x.shape) if xnd == 1 else x
+        y2 = y.reshape(y.shape + (1,)) if ynd == 1 else y
+        g2 = g.reshape(g.shape[:-1] + (1,) + g.shape[-1:]) if xnd == 1 else g
+        g2 = g2.reshape(g2.shape + (1,)) if ynd == 1 else g2
+        gx = gy = None
+        if need[0]:
+            gx = unbroadcast(g2 @ np.swapaxes(y2, -1, -2), x2).reshape(x.shape)
+        if need[1]:
+            gy = unbroadcast(np.swapaxes(x2, -1, -2) @ g2, y2).reshape(y.shape)
+        return gx, gy
+
+    return ans, vjp
+
+
+def _matmul_message(xs: tuple[int, ...], ys: tuple[int, ...]) -> str:
+    if not xs or not ys:
+        return f"matmul: operands must have at least one axis; got shapes {xs} @ {ys}"
+    inner_y = ys[-2] if len(ys) > 1 else ys[0]
+    if xs[-1] != inner_y:
+        return (
+            f"matmul: inner dimensions do not match: {xs} @ {ys}. The last axis of the left "
+            f"operand ({xs[-1]}) must equal the {'second-to-last' if len(ys) > 1 else 'only'} "
+            f"axis of the right operand ({inner_y}); transpose or reshape one of them."
+        )
+    return f"matmul: batch axes of {xs} @ {ys} do not broadcast together"
+
+
+def maximum(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+    """Elementwise maximum. The cotangent goes to the larger input; ties split it evenly.
+
+    >>> ans, vjp = maximum(np.array([1.0, 5.0, 2.0]), np.array([3.0, 4.0, 2.0]))
+    >>> vjp(np.ones(3))
+    (array([0. , 1. , 0.5]), array([1. , 0. , 0.5]))
+    """
+    ans = np.maximum(x, y)
+    return ans, _select_vjp(x, y, ans, need)
+
+
+def minimum(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+    """Elementwise minimum. The cotangent goes to the smaller input; ties split it evenly.
+
+    >>> ans, vjp = minimum(np.array([1.0, 5.0]), np.array([3.0, 4.0]))
+    >>> vjp(np.ones(2))
+    (array([1., 0.]), array([0., 1.]))
+    """
+    ans = np.minimum(x, y)
+    return ans, _select_vjp(x, y, ans, need)
+
+
+def _select_vjp(x: Any, y: Any, ans: Any, need: tuple[bool, bool]) -> Any:
+    """Shared rule of maximum and minimum: weight 1 for the chosen input, 1/2 each on a tie."""
+
+    def vjp(g: Any) -> tuple[Any, Any]:
+        wx = np.asarray(x == ans, dtype=g.dtype)
+        wy = np.asarray(y == ans, dtype=g.dtype)
+        total = wx + wy
+        return (
+            unbroadcast(g * (wx / total), x) if need[0] else None,
+            unbroadcast(g * (wy / total), y) if need[1] else None,
+        )
+
+    return vjp
+
+
+def logaddexp(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+    """``log(exp(x) + exp(y))`` without overflow. Cotangents ``g * exp(x - ans)``, ``g * exp(y - ans)``.
+
+    >>> ans, vjp = logaddexp(np.array([0.0]), np.array([0.0]))
+    >>> vjp(np.ones(1))
+    (array([0.5]), array([0.5]))
+    """
+    ans = np.logaddexp(x, y)
+
+    def vjp(g: Any) -> tuple[Any, Any]:
+        with np.errstate(invalid="ignore"):
+            wx = np.where(ans == -np.inf, 0.5, np.exp(x - ans))
+            wy = np.where(ans == -np.inf, 0.5, np.exp(y - ans))
+        return (
+            unbroadcast(g * wx, x) if need[0] else None,
+            unbroadcast(g * wy, y) if need[1] else None,
+        )
+
+    return ans, vjp

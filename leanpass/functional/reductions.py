@@ -1,0 +1,184 @@
+"""Reductions and the softmax family. Each returns ``(ans, vjp)`` with ``vjp(g) -> (gx,)``.
+
+``axis`` may be None (all axes), an int (negative counts from the end) or a tuple of ints.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+Axis = Any  # None | int | tuple[int, ...]
+
+
+def _reduced_axes(ndim: int, axis: Axis) -> set[int]:
+    """The set of axes (non-negative) that a reduction over ``axis`` removes."""
+    if axis is None:
+        return set(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return {a % ndim if ndim else a for a in axes}
+
+
+def _kept_shape(shape: tuple[int, ...], axis: Axis) -> tuple[int, ...]:
+    """``shape`` with the reduced axes kept as size 1."""
+    reduced = _reduced_axes(len(shape), axis)
+    return tuple(1 if i in reduced else n for i, n in enumerate(shape))
+
+
+def _dropped_shape(shape: tuple[int, ...], axis: Axis) -> tuple[int, ...]:
+    """``shape`` with the reduced axes removed (the result shape without ``keepdims``)."""
+    reduced = _reduced_axes(len(shape), axis)
+    return tuple(n for i, n in enumerate(shape) if i not in reduced)
+
+
+def _restore(g: Any, shape: tuple[int, ...], axis: Axis, keepdims: bool) -> Any:
+    """Broadcast a reduction's cotangent back to the input's shape."""
+    if not keepdims:
+        g = g.reshape(_kept_shape(shape, axis))
+    return np.broadcast_to(g, shape)
+
+
+def _count(shape: tuple[int, ...], axis: Axis) -> int:
+    """How many elements each output of a reduction over ``axis`` summarises."""
+    return math.prod(shape[i] for i in _reduced_axes(len(shape), axis))
+
+
+def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:  # noqa: A001
+    """Sum over ``axis``. The cotangent is broadcast back to the input's shape.
+
+    >>> ans, vjp = sum(np.array([[1.0, 2.0], [3.0, 4.0]]), 0)
+    >>> ans, vjp(np.array([1.0, 2.0]))
+    (array([4., 6.]), (array([[1., 2.],
+           [1., 2.]]),))
+    """
+    shape = np.shape(x)
+    return np.sum(x, axis=axis, keepdims=keepdims), lambda g: (_restore(g, shape, axis, keepdims),)
+
+
+def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
+    """Mean over ``axis``. The cotangent is broadcast back and divided by the element count.
+
+    >>> mean(np.array([1.0, 2.0, 3.0, 4.0]))[1](np.array(1.0))
+    (array([0.25, 0.25, 0.25, 0.25]),)
+    """
+    shape = np.shape(x)
+    n = _count(shape, axis)
+    ans = np.mean(x, axis=axis, keepdims=keepdims)
+    return ans, lambda g: (_restore(g / n, shape, axis, keepdims),)
+
+
+def max(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:  # noqa: A001
+    """Maximum over ``axis``. The cotangent is split evenly between tied maxima.
+
+    >>> max(np.array([1.0, 3.0, 3.0]))[1](np.array(1.0))
+    (array([0. , 0.5, 0.5]),)
+    """
+    return _extreme(np.max, x, axis, keepdims)
+
+
+def min(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:  # noqa: A001
+    """Minimum over ``axis``. The cotangent is split evenly between tied minima.
+
+    >>> min(np.array([2.0, 1.0, 5.0]))[1](np.array(1.0))
+    (array([0., 1., 0.]),)
+    """
+    return _extreme(np.min, x, axis, keepdims)
+
+
+def _extreme(reduce: Any, x: Any, axis: Axis, keepdims: bool) -> tuple[Any, Any]:
+    shape = np.shape(x)
+    ans = reduce(x, axis=axis, keepdims=keepdims)
+
+    def vjp(g: Any) -> tuple[Any]:
+        hit = np.asarray(x == _restore(ans, shape, axis, keepdims), dtype=g.dtype)
+        ties = np.sum(hit, axis=axis, keepdims=True)
+        return (_restore(g, shape, axis, keepdims) * (hit / ties),)
+
+    return ans, vjp
+
+
+def var(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tuple[Any, Any]:
+    """Variance over ``axis`` with ``ddof`` delta degrees of freedom. Cotangent ``2 g (x - mean) / (n - ddof)``.
+
+    >>> var(np.array([1.0, 3.0]))[0]
+    np.float64(1.0)
+    """
+    shape = np.shape(x)
+    n = _count(shape, axis)
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    ans = np.sum(centred * centred, axis=axis, keepdims=keepdims) / (n - ddof)
+    return ans, lambda g: (_restore(g, shape, axis, keepdims) * (2 * centred / (n - ddof)),)
+
+
+def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tuple[Any, Any]:
+    """Standard deviation, ``sqrt(var)``. Cotangent ``g (x - mean) / ((n - ddof) * ans)``.
+
+    >>> std(np.array([1.0, 3.0]))[0]
+    np.float64(1.0)
+    """
+    shape = np.shape(x)
+    n = _count(shape, axis)
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    ans = np.sqrt(np.sum(centred * centred, axis=axis, keepdims=keepdims) / (n - ddof))
+
+    def vjp(g: Any) -> tuple[Any]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = _restore(g / ((n - ddof) * ans), shape, axis, keepdims)
+        return (scale * centred,)
+
+    return ans, vjp
+
+
+def _shift(x: Any, axis: Axis) -> Any:
+    """A constant (never differentiated) per-slice maximum, 0 where it is not finite."""
+    m = np.max(np.asarray(x), axis=axis, keepdims=True)
+    return np.where(np.isfinite(m), m, 0).astype(m.dtype)
+
+
+def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
+    """``log(sum(exp(x)))`` over ``axis``, stable for large inputs; all ``-inf`` gives ``-inf``.
+
+    The cotangent is ``g * softmax(x)``, and 0 (not nan) for a slice of all ``-inf``.
+
+    >>> ans, vjp = logsumexp(np.array([1000.0, 1000.0]))
+    >>> round(float(ans) - 1000.0, 6), vjp(np.array(1.0))
+    (0.693147, (array([0.5, 0.5]),))
+    """
+    shape = np.shape(x)
+    m = _shift(x, axis)
+    e = np.exp(x - m)
+    s = np.sum(e, axis=axis, keepdims=True)
+    with np.errstate(divide="ignore"):
+        ans_kept = np.log(s) + m
+    ans = ans_kept if keepdims else ans_kept.reshape(_dropped_shape(shape, axis))
+
+    def vjp(g: Any) -> tuple[Any]:
+        weights = e / np.where(np.asarray(s) == 0, 1, s)
+        return (_restore(g, shape, axis, keepdims) * weights,)
+
+    return ans, vjp
+
+
+def softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
+    """``exp(x) / sum(exp(x))`` along ``axis``, stable for large inputs. Cotangent ``ans * (g - sum(g * ans))``.
+
+    >>> softmax(np.array([1000.0, 1000.0]))[0]
+    array([0.5, 0.5])
+    """
+    e = np.exp(x - _shift(x, axis))
+    ans = e / np.sum(e, axis=axis, keepdims=True)
+    return ans, lambda g: (ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),)
+
+
+def log_softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
+    """``x - logsumexp(x)`` along ``axis``, stable for large inputs. Cotangent ``g - softmax(x) * sum(g)``.
+
+    >>> log_softmax(np.array([0.0, 0.0]))[0]
+    array([-0.69314718, -0.69314718])
+    """
+    shifted = x - _shift(x, axis)
+    with np.errstate(divide="ignore"):
+        ans = shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    return ans, lambda g: (g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),)

@@ -1,0 +1,218 @@
+"""Shape, indexing and joining operations. Each returns ``(ans, vjp)``.
+
+Ops that join several arrays take their parameters first and the arrays after
+(``concatenate(axis, *xs)``), so that a node's inputs are one flat tuple; their ``vjp`` returns
+``None`` for each parameter, then one cotangent per array.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import numpy as np
+
+from . import _lift
+from ._broadcast import unbroadcast
+
+
+def reshape(x: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """Reshape (one entry may be -1). The cotangent is reshaped back.
+
+    >>> reshape(np.arange(6.0), (2, -1))[0].shape
+    (2, 3)
+    """
+    xshape = np.shape(x)
+    return np.reshape(x, shape), lambda g: (g.reshape(xshape),)
+
+
+def transpose(x: Any, axes: tuple[int, ...] | None = None) -> tuple[Any, Any]:
+    """Permute axes (reverse them when ``axes`` is None). The cotangent gets the inverse permutation.
+
+    >>> transpose(np.zeros((2, 3, 4)), (1, 2, 0))[0].shape
+    (3, 4, 2)
+    """
+    inverse = None if axes is None else tuple(np.argsort([a % np.ndim(x) for a in axes]))
+    return np.transpose(x, axes), lambda g: (np.transpose(g, inverse),)
+
+
+def swapaxes(x: Any, axis1: int, axis2: int) -> tuple[Any, Any]:
+    """Swap two axes. The cotangent swaps them back.
+
+    >>> swapaxes(np.zeros((2, 3)), 0, 1)[0].shape
+    (3, 2)
+    """
+    return np.swapaxes(x, axis1, axis2), lambda g: (np.swapaxes(g, axis1, axis2),)
+
+
+def expand_dims(x: Any, axis: int | tuple[int, ...]) -> tuple[Any, Any]:
+    """Insert size-1 axes. The cotangent is reshaped back.
+
+    >>> expand_dims(np.zeros(3), 0)[0].shape
+    (1, 3)
+    """
+    xshape = np.shape(x)
+    return np.expand_dims(x, axis), lambda g: (g.reshape(xshape),)
+
+
+def squeeze(x: Any, axis: int | tuple[int, ...] | None = None) -> tuple[Any, Any]:
+    """Remove size-1 axes (all of them, or those in ``axis``). The cotangent is reshaped back.
+
+    >>> squeeze(np.zeros((1, 3, 1)))[0].shape
+    (3,)
+    """
+    xshape = np.shape(x)
+    return np.squeeze(x, axis), lambda g: (g.reshape(xshape),)
+
+
+def broadcast_to(x: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """Broadcast to ``shape``. The cotangent is summed back over the broadcast axes.
+
+    >>> broadcast_to(np.ones(3), (2, 3))[1](np.ones((2, 3)))
+    (array([2., 2., 2.]),)
+    """
+    return np.broadcast_to(x, shape), lambda g: (unbroadcast(g, x),)
+
+
+def astype(x: Any, dtype: Any) -> tuple[Any, Any]:
+    """Cast to ``dtype``. The cotangent is cast back to the input's dtype.
+
+    >>> astype(np.ones(2), np.float32)[0].dtype
+    dtype('float32')
+    """
+    xdtype = np.asarray(x).dtype
+    return np.asarray(x).astype(dtype), lambda g: (g.astype(xdtype),)
+
+
+def getitem(x: Any, index: Any) -> tuple[Any, Any]:
+    """``x[index]`` with NumPy indexing (ints, slices, None, ..., integer arrays, boolean masks).
+
+    The cotangent is scattered back into zeros of the input's shape, adding up repeated indices.
+
+    >>> getitem(np.array([1.0, 2.0]), [0, 0, 1])[1](np.ones(3))
+    (array([2., 1.]),)
+    """
+    xshape = np.shape(x)
+    return x[index], lambda g: (_lift.unindex(g, index, xshape),)
+
+
+def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """Scatter-add ``g`` into zeros of ``shape`` at ``index``: the transpose of ``getitem``.
+
+    >>> unindex(np.ones(3), [0, 0, 1], (2,))[0]
+    array([2., 1.])
+    """
+    out = np.zeros(shape, dtype=np.asarray(g).dtype)
+    if _is_basic(index):
+        out[index] = g  # no index can repeat: plain assignment is the scatter
+    else:
+        np.add.at(out, index, g)
+    return out, lambda h: (h[index], None, None)
+
+
+def _is_basic(index: Any) -> bool:
+    """True for an index of ints, slices, None and Ellipsis only (no arrays, lists or masks)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(p is None or p is Ellipsis or isinstance(p, (int, np.integer, slice)) for p in parts)
+
+
+def concatenate(axis: int, *xs: Any) -> tuple[Any, Any]:
+    """Join arrays along an existing ``axis``. Each input gets its slice of the cotangent.
+
+    >>> ans, vjp = concatenate(0, np.ones(2), np.zeros(1))
+    >>> vjp(np.array([1.0, 2.0, 3.0]))
+    (None, array([1., 2.]), array([3.]))
+    """
+    ans = np.concatenate(xs, axis=axis)
+    ends = np.cumsum([np.shape(x)[axis] for x in xs])
+    lead = (slice(None),) * (axis % ans.ndim)
+
+    def vjp(g: Any) -> tuple[Any, ...]:
+        starts = [0, *ends[:-1]]
+        return (None, *(g[lead + (slice(int(a), int(b)),)] for a, b in zip(starts, ends)))
+
+    return ans, vjp
+
+
+def stack(axis: int, *xs: Any) -> tuple[Any, Any]:
+    """Join arrays along a new ``axis``. Each input gets its slice of the cotangent.
+
+    >>> stack(0, np.ones(2), np.zeros(2))[0].shape
+    (2, 2)
+    """
+    ans = np.stack(xs, axis=axis)
+    lead = (slice(None),) * (axis % ans.ndim)
+    return ans, lambda g: (None, *(g[lead + (i,)] for i in range(len(xs))))
+
+
+def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True)) -> tuple[Any, Any]:
+    """``x`` where ``cond`` else ``y``. The cotangent flows only to the selected input.
+
+    So ``where(x > 0, log(x), 0)`` has a finite gradient at negative ``x``.
+
+    >>> where(np.array([True, False]), np.ones(2), np.zeros(2))[1](np.ones(2))
+    (None, array([1., 0.]), array([0., 1.]))
+    """
+
+    def vjp(g: Any) -> tuple[Any, Any, Any]:
+        return (
+            None,
+            unbroadcast(np.where(cond, g, 0), x) if need[1] else None,
+            unbroadcast(np.where(cond, 0, g), y) if need[2] else None,
+        )
+
+    return np.where(cond, x, y), vjp
+
+
+def einsum(subscripts: str, *xs: Any) -> tuple[Any, Any]:
+    """Einstein summation with explicit output (``"bij,bjk->bik"``); ``...`` is allowed.
+
+    Each input's cotangent is itself an einsum of ``g`` with the other inputs.
+
+    >>> ans, vjp = einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)))
+    >>> ans.shape, vjp(np.ones((2, 4)))[2].shape
+    ((2, 4), (3, 4))
+    """
+    ins, out = _parse_einsum(subscripts, [np.ndim(x) for x in xs])
+    ans = np.einsum(f"{','.join(ins)}->{out}", *xs)
+    sizes = {c: n for sub, x in zip(ins, xs) for c, n in zip(sub, np.shape(x))}
+
+    def vjp(g: Any) -> tuple[Any, ...]:
+        cts: list[Any] = [None]
+        for i, sub in enumerate(ins):
+            others = [s for j, s in enumerate(ins) if j != i]
+            present = set(out).union(*others)
+            target = "".join(c for c in sub if c in present)
+            ct = np.einsum(f"{','.join([out, *others])}->{target}", g, *(x for j, x in enumerate(xs) if j != i))
+            if target != sub:  # letters summed away inside this input alone: broadcast back
+                ct = np.broadcast_to(ct.reshape(tuple(sizes[c] if c in target else 1 for c in sub)),
+                                     tuple(sizes[c] for c in sub))
+            cts.append(ct)
+        return tuple(cts)
+
+    return ans, vjp
+
+
+def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
+    """Split ``subscripts``, spell out ``...`` with unused letters, and check what we support."""
+    text = subscripts.replace(" ", "")
+    if "->" not in text:
+        raise ValueError(f"einsum: write the output explicitly, e.g. 'ij,jk->ik'; got {subscripts!r}")
+    lhs, out = text.split("->")
+    ins = lhs.split(",")
+    if len(ins) != len(ndims):
+        raise ValueError(f"einsum: {subscripts!r} names {len(ins)} inputs but {len(ndims)} were given")
+    free = [c for c in string.ascii_letters if c not in text]
+    n_ell = max((nd - len(s.replace("...", "")) for s, nd in zip(ins, ndims) if "..." in s), default=0)
+    ell = "".join(free[:n_ell])
+    spelled = []
+    for s, nd in zip(ins, ndims):
+        if "..." in s:
+            k = nd - len(s.replace("...", ""))
+            s = s.replace("...", ell[n_ell - k:] if k else "")
+        if len(s) != nd:
+            raise ValueError(f"einsum: subscripts {s!r} do not match an input with {nd} axes")
+        if len(set(s)) != len(s):
+            raise ValueError(f"einsum: repeated index within one input ({s!r}) is not supported")
+        spelled.append(s)
+    return spelled, out.replace("...", ell)

@@ -1,0 +1,194 @@
+"""Elementwise operations of one input. Each returns ``(ans, vjp)`` with ``vjp(g) -> (gx,)``.
+
+The rules use only NumPy functions and operators on ``x``, ``ans`` and ``g``, so a
+differentiable backward pass can replay them on Tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def identity(x: Any) -> tuple[Any, Any]:
+    """``x`` itself; the cotangent passes through. Links a transform's input to an outer graph.
+
+    >>> identity(np.array([1.0]))[1](np.array([2.0]))
+    (array([2.]),)
+    """
+    return x, _pass_through
+
+
+def _pass_through(g: Any) -> tuple[Any]:
+    return (g,)
+
+
+def neg(x: Any) -> tuple[Any, Any]:
+    """``-x``. The cotangent is negated.
+
+    >>> neg(np.array([1.0, -2.0]))[0]
+    array([-1.,  2.])
+    """
+    return -x, lambda g: (-g,)
+
+
+def exp(x: Any) -> tuple[Any, Any]:
+    """``exp(x)``. Cotangent ``g * ans``.
+
+    >>> exp(np.array([0.0]))[1](np.array([2.0]))
+    (array([2.]),)
+    """
+    ans = np.exp(x)
+    return ans, lambda g: (g * ans,)
+
+
+def log(x: Any) -> tuple[Any, Any]:
+    """Natural log: ``nan`` for negative inputs and ``-inf`` at 0, without warnings. Cotangent ``g / x``.
+
+    >>> log(np.array([-1.0, 0.0, 1.0]))[0]
+    array([ nan, -inf,   0.])
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ans = np.log(x)
+
+    def vjp(g: Any) -> tuple[Any]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (g / x,)
+
+    return ans, vjp
+
+
+def relu(x: Any) -> tuple[Any, Any]:
+    """``max(x, 0)``. Cotangent ``g`` where ``x > 0``, else 0 (so relu'(0) = 0).
+
+    >>> relu(np.array([-1.0, 0.0, 2.0]))[1](np.ones(3))
+    (array([0., 0., 1.]),)
+    """
+    ans = np.maximum(x, 0.0)
+    return ans, lambda g: (g * np.sign(ans),)
+
+
+def sigmoid(x: Any) -> tuple[Any, Any]:
+    """``1 / (1 + exp(-x))`` in the stable form ``exp(-logaddexp(0, -x))``. Cotangent ``g * ans * (1 - ans)``.
+
+    No overflow for inputs like +-1000, and the gradient there is 0, not nan.
+
+    >>> sigmoid(np.array([-1000.0, 0.0, 1000.0]))[0]
+    array([0. , 0.5, 1. ])
+    """
+    ans = np.exp(-np.logaddexp(0, -x))
+    return ans, lambda g: (g * ans * (1 - ans),)
+
+
+def tanh(x: Any) -> tuple[Any, Any]:
+    """Hyperbolic tangent. Cotangent ``g * (1 - ans**2)``.
+
+    >>> tanh(np.array([0.0]))[1](np.ones(1))
+    (array([1.]),)
+    """
+    ans = np.tanh(x)
+    return ans, lambda g: (g * (1 - ans * ans),)
+
+
+def abs(x: Any) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
+    """``|x|``. Cotangent ``g * sign(x)`` (0 at 0).
+
+    >>> abs(np.array([-2.0, 0.0, 3.0]))[1](np.ones(3))
+    (array([-1.,  0.,  1.]),)
+    """
+    return np.abs(x), lambda g: (g * np.sign(x),)
+
+
+def sqrt(x: Any) -> tuple[Any, Any]:
+    """Square root (``nan`` below 0, without warnings). Cotangent ``g / (2 * ans)``.
+
+    >>> sqrt(np.array([4.0]))[1](np.ones(1))
+    (array([0.25]),)
+    """
+    with np.errstate(invalid="ignore"):
+        ans = np.sqrt(x)
+
+    def vjp(g: Any) -> tuple[Any]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (g / (2 * ans),)
+
+    return ans, vjp
+
+
+def square(x: Any) -> tuple[Any, Any]:
+    """``x * x``. Cotangent ``2 * g * x``.
+
+    >>> square(np.array([3.0]))[1](np.ones(1))
+    (array([6.]),)
+    """
+    return x * x, lambda g: (2 * g * x,)
+
+
+def sin(x: Any) -> tuple[Any, Any]:
+    """Sine. Cotangent ``g * cos(x)``.
+
+    >>> sin(np.array([0.0]))[1](np.ones(1))
+    (array([1.]),)
+    """
+    return np.sin(x), lambda g: (g * np.cos(x),)
+
+
+def cos(x: Any) -> tuple[Any, Any]:
+    """Cosine. Cotangent ``-g * sin(x)``.
+
+    >>> cos(np.array([0.0]))[1](np.ones(1))
+    (array([-0.]),)
+    """
+    return np.cos(x), lambda g: (-g * np.sin(x),)
+
+
+def softplus(x: Any) -> tuple[Any, Any]:
+    """``log(1 + exp(x))`` computed as ``logaddexp(0, x)``. Cotangent ``g * sigmoid(x)``.
+
+    >>> softplus(np.array([0.0]))[1](np.ones(1))
+    (array([0.5]),)
+    """
+    ans = np.logaddexp(0, x)
+    return ans, lambda g: (g * np.exp(x - ans),)
+
+
+def leaky_relu(x: Any, negative_slope: float = 0.01) -> tuple[Any, Any]:
+    """``x`` where ``x > 0``, else ``negative_slope * x``. The slope at 0 is ``negative_slope``.
+
+    >>> leaky_relu(np.array([-2.0, 3.0]), 0.1)[0]
+    array([-0.2,  3. ])
+    """
+    slope = np.where(x > 0, 1.0, negative_slope).astype(getattr(x, "dtype", np.float64))
+    return x * slope, lambda g: (g * slope,)
+
+
+_GELU_C = float(np.sqrt(2.0 / np.pi))
+
+
+def gelu(x: Any) -> tuple[Any, Any]:
+    """GELU, tanh approximation: ``0.5 * x * (1 + tanh(c * (x + 0.044715 x**3)))``, c = sqrt(2/pi).
+
+    >>> gelu(np.array([0.0, 1.0]))[0].round(4)
+    array([0.    , 0.8412])
+    """
+    t = np.tanh(_GELU_C * (x + 0.044715 * x * x * x))
+    ans = 0.5 * x * (1 + t)
+
+    def vjp(g: Any) -> tuple[Any]:
+        dt = (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * x * x)
+        return (g * (0.5 * (1 + t) + 0.5 * x * dt),)
+
+    return ans, vjp
+
+
+def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """Clamp to ``[lo, hi]`` (either may be None). Cotangent ``g`` inside the range, 0 outside.
+
+    At the bounds themselves the gradient passes (like PyTorch's clamp).
+
+    >>> clip(np.array([-2.0, 0.5, 2.0]), 0.0, 1.0)[1](np.ones(3))
+    (array([0., 1., 0.]),)
+    """
+    ans = np.clip(x, lo, hi)
+    return ans, lambda g: (g * np.asarray(ans == x, dtype=g.dtype),)

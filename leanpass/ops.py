@@ -1,0 +1,475 @@
+"""The operations as functions on Tensors (``leanpass.exp(x)``, ``leanpass.sum(x, axis=0)``, ...).
+
+Each records one ``functional`` op; arguments may be Tensors, NumPy arrays or Python numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import functional as F
+from .tensor import ArrayLike, Tensor, _binary, _shape_arg, _unary, _value, apply
+
+
+def _tensor(x: ArrayLike) -> Any:
+    """Lists become arrays; Tensors, arrays and numbers pass through."""
+    return np.asarray(x) if isinstance(x, (list, tuple)) else x
+
+
+# ----- arithmetic --------------------------------------------------------------------------------
+def add(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``x + y`` with broadcasting.
+
+    >>> add(Tensor([1.0, 2.0]), 10.0)
+    Tensor([11., 12.])
+    """
+    return _binary(F.add, "+", _tensor(x), _tensor(y))
+
+
+def subtract(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``x - y`` with broadcasting.
+
+    >>> subtract(3.0, Tensor([1.0, 2.0]))
+    Tensor([2., 1.])
+    """
+    return _binary(F.sub, "-", _tensor(x), _tensor(y))
+
+
+def multiply(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``x * y`` elementwise, with broadcasting.
+
+    >>> multiply(Tensor([1.0, 2.0]), Tensor([3.0, 4.0]))
+    Tensor([3., 8.])
+    """
+    return _binary(F.mul, "*", _tensor(x), _tensor(y))
+
+
+def divide(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``x / y`` elementwise, with broadcasting.
+
+    >>> divide(2.0, Tensor([1.0, 4.0]))
+    Tensor([2. , 0.5])
+    """
+    return _binary(F.div, "/", _tensor(x), _tensor(y))
+
+
+def power(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``x ** y`` for any real exponent.
+
+    >>> power(Tensor([2.0, 3.0]), 2)
+    Tensor([4., 9.])
+    """
+    return _binary(F.power, "**", _tensor(x), _tensor(y))
+
+
+def matmul(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``x @ y`` with NumPy's rules for 1-D, 2-D and batched N-D operands.
+
+    >>> matmul(Tensor([[1.0, 2.0]]), Tensor([[3.0], [4.0]]))
+    Tensor([[11.]])
+    """
+    return _binary(F.matmul, "@", _tensor(x), _tensor(y))
+
+
+def negative(x: ArrayLike) -> Tensor:
+    """``-x``.
+
+    >>> negative(Tensor([1.0, -2.0]))
+    Tensor([-1.,  2.])
+    """
+    return _unary(F.neg, "neg", _tensor(x))
+
+
+def maximum(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise maximum; on a tie the gradient is split evenly.
+
+    >>> maximum(Tensor([1.0, 5.0]), 3.0)
+    Tensor([3., 5.])
+    """
+    return _binary(F.maximum, "maximum", _tensor(x), _tensor(y))
+
+
+def minimum(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """Elementwise minimum; on a tie the gradient is split evenly.
+
+    >>> minimum(Tensor([1.0, 5.0]), 3.0)
+    Tensor([1., 3.])
+    """
+    return _binary(F.minimum, "minimum", _tensor(x), _tensor(y))
+
+
+def logaddexp(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``log(exp(x) + exp(y))`` without overflow.
+
+    >>> logaddexp(Tensor([1000.0]), Tensor([1000.0]))
+    Tensor([1000.69314718])
+    """
+    return _binary(F.logaddexp, "logaddexp", _tensor(x), _tensor(y))
+
+
+# ----- elementwise functions -----------------------------------------------------------------------
+def relu(x: ArrayLike) -> Tensor:
+    """``max(x, 0)``; its gradient at 0 is 0.
+
+    >>> relu(Tensor([-1.0, 2.0]))
+    Tensor([0., 2.])
+    """
+    return _unary(F.relu, "relu", _tensor(x))
+
+
+def exp(x: ArrayLike) -> Tensor:
+    """``e ** x``.
+
+    >>> exp(Tensor([0.0]))
+    Tensor([1.])
+    """
+    return _unary(F.exp, "exp", _tensor(x))
+
+
+def log(x: ArrayLike) -> Tensor:
+    """Natural log: nan below 0, -inf at 0 (no warning, no exception).
+
+    >>> log(Tensor([1.0, 0.0, -1.0]))
+    Tensor([  0., -inf,  nan])
+    """
+    return _unary(F.log, "log", _tensor(x))
+
+
+def sigmoid(x: ArrayLike) -> Tensor:
+    """The logistic function ``1 / (1 + exp(-x))``, stable for any input.
+
+    >>> sigmoid(Tensor([0.0, 1000.0, -1000.0]))
+    Tensor([0.5, 1. , 0. ])
+    """
+    return _unary(F.sigmoid, "sigmoid", _tensor(x))
+
+
+def tanh(x: ArrayLike) -> Tensor:
+    """Hyperbolic tangent.
+
+    >>> tanh(Tensor([0.0]))
+    Tensor([0.])
+    """
+    return _unary(F.tanh, "tanh", _tensor(x))
+
+
+def abs(x: ArrayLike) -> Tensor:  # noqa: A001
+    """``|x|``; its gradient at 0 is 0.
+
+    >>> abs(Tensor([-2.0, 3.0]))
+    Tensor([2., 3.])
+    """
+    return _unary(F.abs, "abs", _tensor(x))
+
+
+def sqrt(x: ArrayLike) -> Tensor:
+    """Square root (nan below 0).
+
+    >>> sqrt(Tensor([4.0, 9.0]))
+    Tensor([2., 3.])
+    """
+    return _unary(F.sqrt, "sqrt", _tensor(x))
+
+
+def square(x: ArrayLike) -> Tensor:
+    """``x * x``.
+
+    >>> square(Tensor([3.0]))
+    Tensor([9.])
+    """
+    return _unary(F.square, "square", _tensor(x))
+
+
+def sin(x: ArrayLike) -> Tensor:
+    """Sine.
+
+    >>> sin(Tensor([0.0]))
+    Tensor([0.])
+    """
+    return _unary(F.sin, "sin", _tensor(x))
+
+
+def cos(x: ArrayLike) -> Tensor:
+    """Cosine.
+
+    >>> cos(Tensor([0.0]))
+    Tensor([1.])
+    """
+    return _unary(F.cos, "cos", _tensor(x))
+
+
+def softplus(x: ArrayLike) -> Tensor:
+    """``log(1 + exp(x))``, stable for any input.
+
+    >>> softplus(Tensor([0.0, 1000.0]))
+    Tensor([6.93147181e-01, 1.00000000e+03])
+    """
+    return _unary(F.softplus, "softplus", _tensor(x))
+
+
+def gelu(x: ArrayLike) -> Tensor:
+    """GELU (tanh approximation), as in GPT-2 and BERT.
+
+    >>> gelu(Tensor([0.0]))
+    Tensor([0.])
+    """
+    return _unary(F.gelu, "gelu", _tensor(x))
+
+
+def leaky_relu(x: ArrayLike, negative_slope: float = 0.01) -> Tensor:
+    """``x`` for ``x > 0``, else ``negative_slope * x``.
+
+    >>> leaky_relu(Tensor([-1.0, 2.0]), 0.1)
+    Tensor([-0.1,  2. ])
+    """
+    return _unary(F.leaky_relu, "leaky_relu", _tensor(x), negative_slope)
+
+
+def clip(x: ArrayLike, lo: Any = None, hi: Any = None) -> Tensor:
+    """Clamp into ``[lo, hi]``; the gradient is 0 where the value was clamped.
+
+    >>> clip(Tensor([-1.0, 0.5, 2.0]), 0.0, 1.0)
+    Tensor([0. , 0.5, 1. ])
+    """
+    return _unary(F.clip, "clip", _tensor(x), lo, hi)
+
+
+def sign(x: ArrayLike) -> Tensor:
+    """-1, 0 or 1 by the sign of ``x``: piecewise constant, so the result records nothing.
+
+    >>> sign(Tensor([-2.0, 0.0, 3.0]))
+    Tensor([-1.,  0.,  1.])
+    """
+    return Tensor(np.sign(_value(x)))
+
+
+def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``x`` where ``cond`` is true, else ``y``; the gradient flows only to the chosen input.
+
+    >>> x = Tensor([-1.0, 4.0])
+    >>> where(x > 0, sqrt(x), 0.0)
+    Tensor([0., 2.])
+    """
+    return apply(F.where, "where", np.asarray(_value(cond), dtype=bool), _tensor(x), _tensor(y))
+
+
+# ----- reductions and the softmax family ------------------------------------------------------------
+def sum(x: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Sum over ``axis`` (an int, a tuple, or None for all axes).
+
+    >>> sum(Tensor([[1.0, 2.0], [3.0, 4.0]]), axis=0)
+    Tensor([4., 6.])
+    """
+    return _unary(F.sum, "sum", _tensor(x), axis, keepdims)
+
+
+def mean(x: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Mean over ``axis``.
+
+    >>> mean(Tensor([[1.0, 2.0], [3.0, 4.0]]))
+    Tensor(2.5)
+    """
+    return _unary(F.mean, "mean", _tensor(x), axis, keepdims)
+
+
+def max(x: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Maximum over ``axis``; the gradient is split evenly between ties.
+
+    >>> max(Tensor([1.0, 3.0, 2.0]))
+    Tensor(3.)
+    """
+    return _unary(F.max, "max", _tensor(x), axis, keepdims)
+
+
+def min(x: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Minimum over ``axis``; the gradient is split evenly between ties.
+
+    >>> min(Tensor([1.0, 3.0, 2.0]))
+    Tensor(1.)
+    """
+    return _unary(F.min, "min", _tensor(x), axis, keepdims)
+
+
+def var(x: ArrayLike, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+    """Variance over ``axis`` (``ddof=1`` for the sample variance).
+
+    >>> var(Tensor([1.0, 3.0]))
+    Tensor(1.)
+    """
+    return _unary(F.var, "var", _tensor(x), axis, ddof, keepdims)
+
+
+def std(x: ArrayLike, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+    """Standard deviation over ``axis``.
+
+    >>> std(Tensor([1.0, 3.0]))
+    Tensor(1.)
+    """
+    return _unary(F.std, "std", _tensor(x), axis, ddof, keepdims)
+
+
+def logsumexp(x: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` over ``axis``, stable for large inputs.
+
+    >>> logsumexp(Tensor([1000.0, 1000.0]))
+    Tensor(1000.69314718)
+    """
+    return _unary(F.logsumexp, "logsumexp", _tensor(x), axis, keepdims)
+
+
+def softmax(x: ArrayLike, axis: int = -1) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``axis``, stable for large inputs.
+
+    >>> softmax(Tensor([1000.0, 1000.0]))
+    Tensor([0.5, 0.5])
+    """
+    return _unary(F.softmax, "softmax", _tensor(x), axis)
+
+
+def log_softmax(x: ArrayLike, axis: int = -1) -> Tensor:
+    """``x - logsumexp(x)`` along ``axis``, stable for large inputs.
+
+    >>> log_softmax(Tensor([0.0, 0.0]))
+    Tensor([-0.69314718, -0.69314718])
+    """
+    return _unary(F.log_softmax, "log_softmax", _tensor(x), axis)
+
+
+# ----- shapes ---------------------------------------------------------------------------------
+def reshape(x: ArrayLike, shape: Any) -> Tensor:
+    """A new shape with the same elements (one entry may be -1).
+
+    >>> reshape(Tensor([1.0, 2.0, 3.0, 4.0]), (2, -1)).shape
+    (2, 2)
+    """
+    return _unary(F.reshape, "reshape", _tensor(x), tuple(shape) if isinstance(shape, (list, tuple)) else (shape,))
+
+
+def flatten(x: ArrayLike) -> Tensor:
+    """All elements along one axis.
+
+    >>> flatten(Tensor([[1.0], [2.0]]))
+    Tensor([1., 2.])
+    """
+    return _unary(F.reshape, "reshape", _tensor(x), (-1,))
+
+
+def transpose(x: ArrayLike, axes: Any = None) -> Tensor:
+    """Permute the axes (reverse them when ``axes`` is None).
+
+    >>> transpose(Tensor(np.zeros((2, 3, 4))), (2, 0, 1)).shape
+    (4, 2, 3)
+    """
+    return _unary(F.transpose, "transpose", _tensor(x), None if axes is None else _shape_arg((axes,)))
+
+
+permute = transpose
+
+
+def swapaxes(x: ArrayLike, axis1: int, axis2: int) -> Tensor:
+    """Swap two axes.
+
+    >>> swapaxes(Tensor(np.zeros((2, 3))), 0, 1).shape
+    (3, 2)
+    """
+    return _unary(F.swapaxes, "swapaxes", _tensor(x), axis1, axis2)
+
+
+def expand_dims(x: ArrayLike, axis: Any) -> Tensor:
+    """Insert a size-1 axis at ``axis``.
+
+    >>> expand_dims(Tensor([1.0, 2.0]), 0).shape
+    (1, 2)
+    """
+    return _unary(F.expand_dims, "expand_dims", _tensor(x), axis)
+
+
+def squeeze(x: ArrayLike, axis: Any = None) -> Tensor:
+    """Remove size-1 axes (all, or those in ``axis``).
+
+    >>> squeeze(Tensor([[1.0, 2.0]])).shape
+    (2,)
+    """
+    return _unary(F.squeeze, "squeeze", _tensor(x), axis)
+
+
+def broadcast_to(x: ArrayLike, shape: Any) -> Tensor:
+    """Broadcast to ``shape``; the gradient sums back over the broadcast axes.
+
+    >>> broadcast_to(Tensor([1.0, 2.0]), (3, 2)).shape
+    (3, 2)
+    """
+    return _unary(F.broadcast_to, "broadcast_to", _tensor(x), tuple(shape))
+
+
+def astype(x: ArrayLike, dtype: Any) -> Tensor:
+    """Cast to ``dtype``; the gradient is cast back.
+
+    >>> astype(Tensor([1.0]), np.float32).dtype
+    dtype('float32')
+    """
+    return _unary(F.astype, "astype", _tensor(x), np.dtype(dtype))
+
+
+def concatenate(xs: Sequence[ArrayLike], axis: int = 0) -> Tensor:
+    """Join along an existing axis.
+
+    >>> concatenate([Tensor([1.0]), Tensor([2.0, 3.0])])
+    Tensor([1., 2., 3.])
+    """
+    return apply(F.concatenate, "concatenate", axis, *(_tensor(x) for x in xs))
+
+
+def stack(xs: Sequence[ArrayLike], axis: int = 0) -> Tensor:
+    """Join along a new axis.
+
+    >>> stack([Tensor([1.0, 2.0]), Tensor([3.0, 4.0])]).shape
+    (2, 2)
+    """
+    return apply(F.stack, "stack", axis, *(_tensor(x) for x in xs))
+
+
+def split(x: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Tensor]:
+    """Split into pieces along ``axis``: ``n`` equal sections, or at the given indices.
+
+    >>> [p.shape for p in split(Tensor(np.arange(6.0)), [2, 5])]
+    [(2,), (3,), (1,)]
+    """
+    t = x if isinstance(x, Tensor) else Tensor(x)
+    n = t.shape[axis]
+    if isinstance(indices_or_sections, int):
+        if n % indices_or_sections:
+            raise ValueError(f"split: axis of length {n} does not divide into {indices_or_sections} equal sections")
+        step = n // indices_or_sections
+        bounds = list(range(0, n + 1, step))
+    else:
+        bounds = [0, *indices_or_sections, n]
+    lead = (slice(None),) * (axis % t.ndim)
+    return [t[lead + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
+    """Pick elements (``axis=None``: of the flattened ``x``) or slices along ``axis``: an embedding lookup.
+
+    Gradients of repeated indices add up.
+
+    >>> take(Tensor([[1.0, 2.0], [3.0, 4.0]]), [1, 1], axis=0)
+    Tensor([[3., 4.],
+            [3., 4.]])
+    """
+    t = x if isinstance(x, Tensor) else Tensor(x)
+    idx = np.asarray(_value(indices))
+    if axis is None:
+        return t.reshape(-1)[idx]
+    return t[(slice(None),) * (axis % t.ndim) + (idx,)]
+
+
+def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
+    """Einstein summation with an explicit output, e.g. ``"bqd,bkd->bqk"`` for attention scores.
+
+    >>> einsum("ij,j->i", Tensor([[1.0, 2.0]]), Tensor([3.0, 4.0]))
+    Tensor([11.])
+    """
+    return apply(F.einsum, "einsum", subscripts, *(_tensor(x) for x in operands))

@@ -1,0 +1,274 @@
+"""Function transforms: ``grad``, ``value_and_grad``, ``vjp``, ``jacobian``, ``hessian``, ``hvp``.
+
+Each call gives the differentiated arguments fresh input nodes carrying a trace bit of their
+own (one per nesting level), runs the function, and pulls back through the one reverse pass.
+An input that is already on a live graph (an outer transform's input, or a Tensor with
+``requires_grad``) is linked to it through an ``identity`` node, so nested transforms compose
+without perturbation confusion. Inside another transform the pass is replayed on Tensors
+(``create_graph``) so the result can be differentiated again; at the top level it runs on raw
+arrays.
+"""
+
+from __future__ import annotations
+
+import functools
+from contextvars import ContextVar
+from typing import Any, Callable
+
+import numpy as np
+
+from .engine import reverse_pass
+from .functional.unary import _pass_through
+from .tensor import Tensor, _const, _grad_enabled, _mask_get, _new, _next_seq, _node
+from .tree import tree_flatten, tree_map, tree_unflatten
+
+_depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
+
+
+def _fresh(x: Any, bit: int, where: str) -> Tensor:
+    """A new input node for ``x`` carrying ``bit``; linked to ``x``'s graph when it has one."""
+    if type(x) is Tensor:
+        data = x._data
+        if x._trace & _mask_get():
+            _check_float(data, where)
+            return _node(data, x._trace | bit, "identity", (x,), _pass_through)
+    else:
+        data = x.view() if isinstance(x, np.ndarray) else np.asarray(x)
+    _check_float(data, where)
+    t = _new(Tensor)
+    d = t.__dict__
+    d["_data"] = data
+    d["_trace"] = bit
+    d["_seq"] = _next_seq()
+    return t
+
+
+def _check_float(data: Any, where: str) -> None:
+    dtype = getattr(data, "dtype", None)
+    if dtype is None or dtype.kind != "f":
+        raise TypeError(
+            f"{where} needs floating-point inputs to differentiate, but got "
+            f"{dtype if dtype is not None else type(data).__name__}. Pass floats "
+            "(e.g. 3.0, not 3) or an array with dtype float64 / float32."
+        )
+
+
+def _output(t: Any, ct: Any, like: Any, linked: bool) -> Any:
+    """A gradient in the form the user gave the input: Tensor for Tensor, array otherwise."""
+    if linked:
+        return ct if type(ct) is Tensor else _const(ct)
+    dtype = like.dtype if type(like) is Tensor else np.asarray(like).dtype
+    arr = np.asarray(ct, dtype=dtype)
+    if arr.shape != np.shape(t._data):
+        arr = np.broadcast_to(arr, np.shape(t._data))
+    if type(like) is Tensor:
+        return _const(arr)
+    if arr.flags.writeable:
+        arr = arr.copy() if arr.base is not None else arr
+        arr.flags.writeable = False
+    return arr[()] if arr.ndim == 0 and not isinstance(like, np.ndarray) else arr
+
+
+def _detach_tree(tree: Any) -> Any:
+    return tree_map(lambda x: _const(x._data) if type(x) is Tensor else x, tree)
+
+
+class _Traced:
+    """One call of a transformed function: fresh inputs, the output, and how to pull back."""
+
+    def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 argnums: int | tuple[int, ...], where: str) -> None:
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        for n in nums:
+            if not -len(args) <= n < len(args):
+                raise ValueError(f"{where}: argnums={argnums} but the function got {len(args)} arguments")
+        depth = _depth.get()
+        self.bit = 2 << depth
+        self.nested = depth > 0
+        self.where = where
+        self.trees = [tree_flatten(args[n]) for n in nums]
+        self.inputs = [[_fresh(x, self.bit, where) for x in leaves] for leaves, _ in self.trees]
+        new_args = list(args)
+        for n, (_, treedef), ins in zip(nums, self.trees, self.inputs):
+            new_args[n] = tree_unflatten(treedef, ins)
+        token = _depth.set(depth + 1)
+        try:
+            with _grad_enabled():
+                self.out = f(*new_args, **kwargs)
+        finally:
+            _depth.reset(token)
+        self.single = isinstance(argnums, int)
+
+    def pull_back(self, roots: list[Any], seeds: list[Any]) -> Any:
+        """Cotangents for each differentiated argument, in its own pytree structure."""
+        live = [(r, s) for r, s in zip(roots, seeds) if type(r) is Tensor and r._trace & self.bit]
+        with _grad_enabled():
+            if self.nested:
+                seeds_ = [s if type(s) is Tensor else _const(s) for _, s in live]
+            else:
+                seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
+            leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, self.nested)
+        results = []
+        for (orig, treedef), ins in zip(self.trees, self.inputs):
+            grads = []
+            for x, t in zip(orig, ins):
+                hit = leaves.get(t._seq)
+                ct = hit[1] if hit is not None else np.zeros_like(t._data)
+                grads.append(_output(t, ct, x, self.nested))
+            results.append(tree_unflatten(treedef, grads))
+        return results[0] if self.single else tuple(results)
+
+    def finish(self, tree: Any) -> Any:
+        """What the caller gets of ``tree`` (an output or aux): detached at the top level."""
+        return tree if self.nested else _detach_tree(tree)
+
+
+def value_and_grad(
+    f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
+    """Like ``grad``, but the transformed function returns ``(value, gradient)``.
+
+    With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is ``((value, aux), gradient)``.
+
+    >>> loss, g = value_and_grad(lambda w: (w * w).sum())(np.array([1.0, 2.0]))
+    >>> float(loss.item()), g
+    (5.0, array([2., 4.]))
+    """
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        tr = _Traced(f, args, kwargs, argnums, "grad")
+        out, aux = tr.out if has_aux else (tr.out, None)
+        if has_aux and not (isinstance(tr.out, tuple) and len(tr.out) == 2):
+            raise TypeError("grad(has_aux=True): the function must return a pair (value, aux)")
+        if type(out) is not Tensor:
+            if not isinstance(out, (int, float, np.ndarray, np.generic)):
+                raise TypeError(
+                    f"grad: the function must return a scalar Tensor, but returned "
+                    f"{type(out).__name__}."
+                )
+            out = _const(np.asarray(out))
+        if out.size != 1:
+            raise TypeError(
+                f"grad: gradient is only defined for functions with a scalar output. Output "
+                f"had shape {out.shape}. Reduce it (e.g. .sum() or .mean()), or use "
+                "leanpass.vjp(f, x) to pull back a cotangent of that shape."
+            )
+        g = tr.pull_back([out], [np.ones_like(out._data)])
+        value = tr.finish(out)
+        return ((value, tr.finish(aux)), g) if has_aux else (value, g)
+
+    return wrapped
+
+
+def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """The gradient of a scalar-valued ``f`` with respect to argument(s) ``argnums``.
+
+    Arguments may be pytrees (dict / list / tuple nests) of Tensors, arrays or floats; the
+    gradient comes back in the same structure, a Tensor for a Tensor and an array otherwise.
+    ``grad`` composes: ``grad(grad(f))`` is the second derivative.
+
+    >>> grad(lambda x: x ** 3)(2.0)
+    np.float64(12.0)
+    >>> grad(grad(lambda x: x ** 3))(2.0)
+    np.float64(12.0)
+    >>> grad(lambda x: grad(lambda y: x * y)(x))(3.0)
+    np.float64(1.0)
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        (value_or_pair, g) = vg(*args, **kwargs)
+        return (g, value_or_pair[1]) if has_aux else g
+
+    return wrapped
+
+
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
+    """Run ``f(*primals)`` and return ``(output, vjp_fn)``; ``vjp_fn(cotangent)`` pulls back.
+
+    ``vjp_fn`` takes a cotangent shaped like the output (a pytree for a pytree output) and
+    returns a tuple with one gradient per primal. It may be called many times.
+
+    >>> out, pull = vjp(lambda x: x * 2.0, np.array([1.0, 2.0]))
+    >>> pull(np.array([1.0, 10.0]))
+    (array([ 2., 20.]),)
+    """
+    tr = _Traced(f, primals, {}, tuple(range(len(primals))), "vjp")
+    out, aux = tr.out if has_aux else (tr.out, None)
+    out_leaves, out_def = tree_flatten(out)
+
+    def vjp_fn(cotangent: Any) -> Any:
+        ct_leaves, ct_def = tree_flatten(cotangent)
+        if ct_def != out_def:
+            raise ValueError(
+                "vjp_fn: the cotangent must have the structure of the output "
+                f"({out_def}), got {ct_def}"
+            )
+        seeds = []
+        for o, c in zip(out_leaves, ct_leaves):
+            c_arr = c if type(c) is Tensor else np.asarray(c, dtype=np.result_type(o))
+            if np.shape(c_arr) != np.shape(o):
+                raise ValueError(
+                    f"vjp_fn: cotangent shape {np.shape(c_arr)} does not match the output "
+                    f"shape {np.shape(o)}"
+                )
+            seeds.append(c_arr)
+        return tr.pull_back(out_leaves, seeds)
+
+    result = tr.finish(out)
+    return (result, vjp_fn, tr.finish(aux)) if has_aux else (result, vjp_fn)
+
+
+def jacobian(f: Callable[..., Any]) -> Callable[[Any], Any]:
+    """The Jacobian of ``f`` at one array argument, built row by row in reverse mode.
+
+    The result has shape ``output.shape + input.shape``.
+
+    >>> jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+
+    def jac(x: Any) -> Any:
+        out, pull = vjp(f, x)
+        out_shape = np.shape(out._data if type(out) is Tensor else out)
+        dtype = np.result_type(out._data if type(out) is Tensor else out)
+        rows = []
+        for i in range(int(np.prod(out_shape))):
+            e = np.zeros(int(np.prod(out_shape)), dtype=dtype)
+            e[i] = 1
+            rows.append(pull(e.reshape(out_shape))[0])
+        in_shape = np.shape(x._data if type(x) is Tensor else x)
+        if rows and type(rows[0]) is Tensor:
+            from .ops import stack
+
+            return stack(rows).reshape(out_shape + in_shape)
+        return np.stack(rows).reshape(out_shape + in_shape)
+
+    return jac
+
+
+def hessian(f: Callable[..., Any]) -> Callable[[Any], Any]:
+    """The Hessian of a scalar ``f`` at one array argument: ``jacobian(grad(f))``.
+
+    >>> hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    return jacobian(grad(f))
+
+
+def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """Hessian-vector product ``H(x) @ v`` of a scalar ``f``, without forming the Hessian.
+
+    >>> hvp(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    array([ 6., 12.])
+    """
+
+    def product(x: Any, v: Any) -> Any:
+        v_data = v._data if type(v) is Tensor else np.asarray(v)
+        return grad(lambda y: (grad(f)(y) * v_data).sum())(x)
+
+    return product

@@ -1,0 +1,114 @@
+"""Pytrees: nests of dict / list / tuple (and registered classes) with arrays or Tensors at the leaves.
+
+>>> leaves, treedef = tree_flatten({"w": [1.0, 2.0], "b": 3.0})
+>>> leaves
+[1.0, 2.0, 3.0]
+>>> tree_unflatten(treedef, [10.0, 20.0, 30.0])
+{'w': [10.0, 20.0], 'b': 30.0}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+
+class TreeDef(NamedTuple):
+    """The structure of a pytree without its leaves: a node kind, its metadata and children."""
+
+    kind: Any  # None for a leaf, else the container type
+    meta: Any  # dict keys, a registered class's static data, ...
+    children: tuple[TreeDef, ...]
+
+
+_LEAF = TreeDef(None, None, ())
+# type -> (flatten(obj) -> (children, meta), unflatten(meta, children) -> obj)
+_REGISTRY: dict[type, tuple[Callable[[Any], tuple[list[Any], Any]], Callable[[Any, list[Any]], Any]]] = {
+    list: (lambda x: (list(x), None), lambda meta, ch: list(ch)),
+    tuple: (lambda x: (list(x), None), lambda meta, ch: tuple(ch)),
+    dict: (lambda x: (list(x.values()), tuple(x.keys())), lambda meta, ch: dict(zip(meta, ch))),
+    type(None): (lambda x: ([], None), lambda meta, ch: None),
+}
+
+
+def register_pytree(
+    cls: type,
+    flatten: Callable[[Any], tuple[list[Any], Any]],
+    unflatten: Callable[[Any, list[Any]], Any],
+) -> None:
+    """Teach the pytree functions a container type.
+
+    ``flatten(obj) -> (children, meta)`` and ``unflatten(meta, children) -> obj``.
+
+    >>> class Pair:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    >>> register_pytree(Pair, lambda p: ([p.a, p.b], None), lambda meta, ch: Pair(*ch))
+    >>> tree_flatten(Pair(1.0, 2.0))[0]
+    [1.0, 2.0]
+    """
+    _REGISTRY[cls] = (flatten, unflatten)
+
+
+def _entry(x: Any) -> Any:
+    entry = _REGISTRY.get(type(x))
+    if entry is None and isinstance(x, tuple) and hasattr(x, "_fields"):  # a NamedTuple
+        return (lambda t: (list(t), None), lambda meta, ch, cls=type(x): cls(*ch))
+    return entry
+
+
+def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
+    """The leaves of ``tree`` in order, and its structure.
+
+    >>> tree_flatten((1.0, {"a": 2.0}))[0]
+    [1.0, 2.0]
+    """
+    leaves: list[Any] = []
+
+    def walk(x: Any) -> TreeDef:
+        entry = _entry(x)
+        if entry is None:
+            leaves.append(x)
+            return _LEAF
+        children, meta = entry[0](x)
+        return TreeDef(type(x), meta, tuple(walk(c) for c in children))
+
+    return leaves, walk(tree)
+
+
+def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
+    """Rebuild a pytree of ``treedef``'s structure from ``leaves``.
+
+    >>> leaves, treedef = tree_flatten([1.0, (2.0, 3.0)])
+    >>> tree_unflatten(treedef, [4.0, 5.0, 6.0])
+    [4.0, (5.0, 6.0)]
+    """
+    it = iter(leaves)
+
+    def build(td: TreeDef) -> Any:
+        if td.kind is None:
+            return next(it)
+        children = [build(c) for c in td.children]
+        entry = _REGISTRY.get(td.kind)
+        if entry is None:  # a NamedTuple
+            return td.kind(*children)
+        return entry[1](td.meta, children)
+
+    return build(treedef)
+
+
+def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
+    """Apply ``f`` to each leaf (and the matching leaves of ``rest``), keeping the structure.
+
+    >>> tree_map(lambda x, y: x + y, {"a": 1.0, "b": [2.0]}, {"a": 10.0, "b": [20.0]})
+    {'a': 11.0, 'b': [22.0]}
+    """
+    leaves, treedef = tree_flatten(tree)
+    others = []
+    for r in rest:
+        r_leaves, r_def = tree_flatten(r)
+        if r_def != treedef:
+            raise ValueError(
+                "tree_map: the trees have different structures; every tree must have the same "
+                f"containers and keys as the first.\nfirst: {treedef}\nother: {r_def}"
+            )
+        others.append(r_leaves)
+    return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
