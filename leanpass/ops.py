@@ -5,7 +5,8 @@ Each records one ``functional`` op; arguments may be Tensors, NumPy arrays or Py
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -13,10 +13,11 @@ It is 0 for a constant, so recording costs nothing when no gradient is wanted.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import FrozenInstanceError, dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,6 @@ class Tensor:
     _parents: tuple[Any, ...] = ()
     _vjp: Callable[[Any], tuple[Any, ...]] | None = None
     _seq: int = 0
-    grad: Tensor | None = None
 
     def __init__(self, data: ArrayLike, requires_grad: bool = False, dtype: Any = None) -> None:
         try:
@@ -113,6 +113,17 @@ class Tensor:
         [1.0, 2.0]
         """
         return np.asarray(self._data).tolist()
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient ``backward()`` accumulated here (None until then); clear it with ``t.grad = None``."""
+        return self.__dict__.get("_grad")
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None and type(value) is not Tensor:
+            raise TypeError(f".grad must be a Tensor or None, not {type(value).__name__}")
+        self.__dict__["_grad"] = value
 
     @property
     def requires_grad(self) -> bool:
@@ -257,10 +268,10 @@ class Tensor:
         return _unary(F.getitem, "getitem", self, _plain_index(index))
 
     # Comparisons are not differentiable: they return plain boolean arrays.
-    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+    def __eq__(self, other: object) -> Any:
         return self._data == _value(other)
 
-    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+    def __ne__(self, other: object) -> Any:
         return self._data != _value(other)
 
     def __lt__(self, other: ArrayLike) -> Any:
@@ -382,9 +393,7 @@ def _setattr(self: Tensor, name: str, value: Any) -> None:
             "(e.g. t = Tensor(values, requires_grad=True)), or update parameters functionally "
             "with leanpass.optim."
         )
-    if value is not None and type(value) is not Tensor:
-        raise TypeError(f".grad must be a Tensor or None, not {type(value).__name__}")
-    self.__dict__["grad"] = value
+    object.__setattr__(self, name, value)
 
 
 Tensor.__setattr__ = _setattr  # type: ignore[method-assign, assignment]

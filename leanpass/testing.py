@@ -8,7 +8,8 @@ which exercises the differentiable (replayed) backward pass.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

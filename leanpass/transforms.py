@@ -12,8 +12,9 @@ arrays.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

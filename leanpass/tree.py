@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 
 class TreeDef(NamedTuple):
@@ -51,7 +52,8 @@ def register_pytree(
 def _entry(x: Any) -> Any:
     entry = _REGISTRY.get(type(x))
     if entry is None and isinstance(x, tuple) and hasattr(x, "_fields"):  # a NamedTuple
-        return (lambda t: (list(t), None), lambda meta, ch, cls=type(x): cls(*ch))
+        cls = type(x)
+        return (lambda t: (list(t), None), lambda meta, ch: cls(*ch))
     return entry
 
 

@@ -17,9 +17,10 @@ array([3., 8.])
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from ._broadcast import unbroadcast
+from ._broadcast import unbroadcast as unbroadcast
 from .binary import add, div, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (

@@ -6,7 +6,8 @@ through the Tensor layer, which sets ``apply`` when it is imported.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
