@@ -1,0 +1,623 @@
+"""Neural-network modules: frozen dataclasses that are pytrees of ``Tensor`` parameters.
+
+A module is a value. ``leanpass.grad(loss_fn)(model)`` returns a gradient with the model's
+own shape (a ``Linear`` of gradients), an optimizer update returns a new model, and nothing
+is ever changed in place. Every initialiser takes an explicit ``np.random.Generator``, so the
+same seed gives the same model, bit for bit.
+
+>>> import numpy as np
+>>> from leanpass import nn
+>>> model = nn.MLP([4, 8, 3], rng=np.random.default_rng(0))
+>>> model
+MLP(
+  (0): Linear(4 -> 8, dtype=float32)
+  (1): Linear(8 -> 3, dtype=float32)
+  activation=relu, parameters=67
+)
+>>> model(np.ones((2, 4))).shape
+(2, 3)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from . import ops
+from .tensor import ArrayLike, Tensor
+from .tree import register_pytree, tree_flatten, tree_map
+
+DTypeLike = Any  # np.float32, np.float64, "float32", ...
+
+__all__ = [
+    "Module", "Linear", "MLP", "Sequential", "Embedding", "LayerNorm", "Dropout",
+    "relu", "tanh", "sigmoid", "gelu", "leaky_relu", "softplus", "identity", "ACTIVATIONS",
+    "he_normal", "he_uniform", "glorot_normal", "glorot_uniform", "xavier_normal", "xavier_uniform",
+    "zeros", "param_count", "trainable", "dropout",
+]
+
+
+# ----- activations (plain functions) ------------------------------------------------------------
+def relu(x: ArrayLike) -> Tensor:
+    """``max(x, 0)`` (``relu'(0) = 0``).
+
+    >>> relu(Tensor([-1.0, 2.0]))
+    Tensor([0., 2.])
+    """
+    return ops.relu(x)
+
+
+def tanh(x: ArrayLike) -> Tensor:
+    """Hyperbolic tangent.
+
+    >>> tanh(Tensor([0.0]))
+    Tensor([0.])
+    """
+    return ops.tanh(x)
+
+
+def sigmoid(x: ArrayLike) -> Tensor:
+    """The logistic function, stable for any input.
+
+    >>> sigmoid(Tensor([0.0]))
+    Tensor([0.5])
+    """
+    return ops.sigmoid(x)
+
+
+def gelu(x: ArrayLike) -> Tensor:
+    """GELU (tanh approximation).
+
+    >>> gelu(Tensor([0.0]))
+    Tensor([0.])
+    """
+    return ops.gelu(x)
+
+
+def leaky_relu(x: ArrayLike) -> Tensor:
+    """``x`` for ``x > 0``, else ``0.01 * x``.
+
+    >>> leaky_relu(Tensor([-1.0, 1.0]))
+    Tensor([-0.01,  1.  ])
+    """
+    return ops.leaky_relu(x)
+
+
+def softplus(x: ArrayLike) -> Tensor:
+    """``log(1 + exp(x))``, stable for any input.
+
+    >>> float(softplus(Tensor([0.0])).item())
+    0.6931471805599453
+    """
+    return ops.softplus(x)
+
+
+def identity(x: ArrayLike) -> Any:
+    """``x`` unchanged (a "linear" activation).
+
+    >>> identity(Tensor([3.0]))
+    Tensor([3.])
+    """
+    return x
+
+
+# The activations a module can name (and a checkpoint can store) by string.
+ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
+    f.__name__: f for f in (relu, tanh, sigmoid, gelu, leaky_relu, softplus, identity)
+}
+
+
+def _activation_name(activation: str | Callable[[Any], Any]) -> str:
+    if isinstance(activation, str):
+        if activation not in ACTIVATIONS:
+            raise ValueError(
+                f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}, or use "
+                "nn.Sequential to compose a function of your own."
+            )
+        return activation
+    for name, fn in ACTIVATIONS.items():
+        if fn is activation or getattr(ops, name, None) is activation:
+            return name
+    raise ValueError(
+        f"activation {activation!r} is not one of nn.ACTIVATIONS ({sorted(ACTIVATIONS)}); pass its "
+        "name, or put your function between layers of an nn.Sequential."
+    )
+
+
+# ----- initialisers ------------------------------------------------------------------------------
+def _check_rng(rng: Any, where: str) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise TypeError(
+        f"{where}: rng must be a np.random.Generator (or an int seed), got {type(rng).__name__}. "
+        "Pass rng=np.random.default_rng(0): the same seed gives the same parameters."
+    )
+
+
+def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
+    if len(shape) < 2:
+        n = shape[0] if shape else 1
+        return n, n
+    receptive = math.prod(shape[:-2])
+    return shape[-2] * receptive, shape[-1] * receptive
+
+
+def _float_dtype(dtype: DTypeLike, where: str) -> np.dtype[Any]:
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"{where}: dtype must be float32 or float64, got {dt}.")
+    return dt
+
+
+def he_normal(rng: np.random.Generator | int, shape: tuple[int, ...], dtype: DTypeLike = np.float32) -> Tensor:
+    """He (Kaiming) normal: ``N(0, 2 / fan_in)``, for layers followed by ``relu``.
+
+    ``shape`` is ``(fan_in, fan_out)`` for a weight matrix used as ``x @ w``.
+
+    >>> w = he_normal(np.random.default_rng(0), (64, 32))
+    >>> w.shape, w.dtype
+    ((64, 32), dtype('float32'))
+    """
+    rng = _check_rng(rng, "he_normal")
+    fan_in, _ = _fans(shape)
+    dt = _float_dtype(dtype, "he_normal")
+    return Tensor(rng.standard_normal(shape) * math.sqrt(2.0 / fan_in), dtype=dt)
+
+
+def he_uniform(rng: np.random.Generator | int, shape: tuple[int, ...], dtype: DTypeLike = np.float32) -> Tensor:
+    """He (Kaiming) uniform: ``U(-a, a)`` with ``a = sqrt(6 / fan_in)``.
+
+    >>> float(abs(he_uniform(0, (6, 3))).max().item()) <= 1.0
+    True
+    """
+    rng = _check_rng(rng, "he_uniform")
+    fan_in, _ = _fans(shape)
+    a = math.sqrt(6.0 / fan_in)
+    return Tensor(rng.uniform(-a, a, shape), dtype=_float_dtype(dtype, "he_uniform"))
+
+
+def glorot_normal(rng: np.random.Generator | int, shape: tuple[int, ...], dtype: DTypeLike = np.float32) -> Tensor:
+    """Glorot (Xavier) normal: ``N(0, 2 / (fan_in + fan_out))``, for tanh / sigmoid layers.
+
+    >>> glorot_normal(0, (3, 5), np.float64).dtype
+    dtype('float64')
+    """
+    rng = _check_rng(rng, "glorot_normal")
+    fan_in, fan_out = _fans(shape)
+    std = math.sqrt(2.0 / (fan_in + fan_out))
+    return Tensor(rng.standard_normal(shape) * std, dtype=_float_dtype(dtype, "glorot_normal"))
+
+
+def glorot_uniform(rng: np.random.Generator | int, shape: tuple[int, ...], dtype: DTypeLike = np.float32) -> Tensor:
+    """Glorot (Xavier) uniform: ``U(-a, a)`` with ``a = sqrt(6 / (fan_in + fan_out))``.
+
+    >>> float(abs(glorot_uniform(0, (3, 3))).max().item()) <= 1.0
+    True
+    """
+    rng = _check_rng(rng, "glorot_uniform")
+    fan_in, fan_out = _fans(shape)
+    a = math.sqrt(6.0 / (fan_in + fan_out))
+    return Tensor(rng.uniform(-a, a, shape), dtype=_float_dtype(dtype, "glorot_uniform"))
+
+
+xavier_normal = glorot_normal
+xavier_uniform = glorot_uniform
+
+
+def zeros(rng: np.random.Generator | int | None, shape: tuple[int, ...], dtype: DTypeLike = np.float32) -> Tensor:
+    """All zeros (``rng`` is accepted for a uniform signature and ignored).
+
+    >>> zeros(None, (2,))
+    Tensor([0., 0.], dtype=float32)
+    """
+    return Tensor(np.zeros(shape, dtype=_float_dtype(dtype, "zeros")))
+
+
+_INITS: dict[str, Callable[..., Tensor]] = {
+    "he": he_normal, "he_normal": he_normal, "he_uniform": he_uniform,
+    "glorot": glorot_uniform, "glorot_uniform": glorot_uniform, "glorot_normal": glorot_normal,
+    "xavier": glorot_uniform, "xavier_uniform": glorot_uniform, "xavier_normal": glorot_normal,
+    "zeros": zeros,
+}
+
+
+def _initialiser(init: str | Callable[..., Tensor]) -> Callable[..., Tensor]:
+    if callable(init):
+        return init
+    if init not in _INITS:
+        raise ValueError(f"unknown initialiser {init!r}; choose one of {sorted(_INITS)} or pass a function")
+    return _INITS[init]
+
+
+# ----- the module base ---------------------------------------------------------------------------
+def _leaf_shape(x: Any) -> tuple[int, ...]:
+    return tuple(np.shape(x._data if type(x) is Tensor else x))
+
+
+def _leaf_dtype(x: Any) -> str:
+    return str(x.dtype) if hasattr(x, "dtype") else type(x).__name__
+
+
+def param_count(tree: Any) -> int:
+    """The number of scalar parameters in a pytree (a model, a dict of Tensors, ...).
+
+    >>> param_count({"w": Tensor(np.zeros((3, 2))), "b": Tensor(np.zeros(2))})
+    8
+    """
+    leaves, _ = tree_flatten(tree)
+    return int(sum(math.prod(_leaf_shape(x)) for x in leaves))
+
+
+def trainable(tree: Any, requires_grad: bool = True) -> Any:
+    """A copy of ``tree`` whose Tensor leaves have ``requires_grad`` set, for ``.backward()``.
+
+    The functional style (``leanpass.grad``) does not need this; the eager style does.
+
+    >>> layer = trainable(Linear(2, 1, rng=np.random.default_rng(0)))
+    >>> layer.weight.requires_grad
+    True
+    """
+
+    def mark(x: Any) -> Any:
+        if type(x) is Tensor or isinstance(x, np.ndarray):
+            return Tensor(x, requires_grad=requires_grad)
+        return x
+
+    return tree_map(mark, tree)
+
+
+class Module:
+    """Base of the modules: a frozen dataclass registered as a pytree.
+
+    Subclasses are decorated with ``@dataclass(frozen=True, repr=False)``; fields listed in
+    ``_static`` are structure (sizes, names), every other field is a child of the pytree
+    (Tensors, sub-modules, tuples of them). A subclass of your own is registered by
+    ``Module.register(cls)`` (done automatically on subclassing).
+
+    >>> lin = Linear(3, 2, rng=np.random.default_rng(0))
+    >>> leaves, _ = lp.tree_flatten(lin)
+    >>> [leaf.shape for leaf in leaves]
+    [(3, 2), (2,)]
+    """
+
+    _static: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        register_pytree(cls, _flatten_module, lambda meta, children, cls=cls: _unflatten_module(cls, meta, children))
+
+    # what a subclass overrides
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__} does not define __call__")
+
+    @property
+    def num_params(self) -> int:
+        """The number of scalar parameters (see ``param_count``)."""
+        return param_count(self)
+
+    def _summary(self) -> str:
+        """One line describing this module (used by ``repr``)."""
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return self._summary()
+
+    def replace(self, **changes: Any) -> Any:
+        """A copy with some fields replaced (the original is unchanged).
+
+        >>> lin = Linear(2, 2, rng=np.random.default_rng(0))
+        >>> lin.replace(bias=None).bias is None
+        True
+        """
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        for name, value in changes.items():
+            if name not in new.__dict__:
+                raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+            new.__dict__[name] = value
+        return new
+
+
+def _dynamic_fields(cls: type) -> list[str]:
+    static = cls._static  # type: ignore[attr-defined]
+    return [f.name for f in dataclasses.fields(cls) if f.name not in static]
+
+
+def _flatten_module(obj: Any) -> tuple[list[Any], Any]:
+    cls = type(obj)
+    meta = tuple(getattr(obj, name) for name in cls._static)
+    return [getattr(obj, name) for name in _dynamic_fields(cls)], meta
+
+
+def _unflatten_module(cls: type, meta: Any, children: list[Any]) -> Any:
+    obj = object.__new__(cls)
+    d = obj.__dict__
+    d.update(zip(cls._static, meta))  # type: ignore[attr-defined]
+    d.update(zip(_dynamic_fields(cls), children))
+    return obj
+
+
+def _set(obj: Any, **values: Any) -> None:
+    """Fill a frozen dataclass's fields from its own ``__init__``."""
+    obj.__dict__.update(values)
+
+
+def _as_input(x: Any, dtype: Any) -> Any:
+    """A data batch as the layer's dtype: NumPy arrays and lists are cast, Tensors pass through."""
+    if type(x) is Tensor:
+        return x
+    arr = np.asarray(x)
+    return arr if arr.dtype == dtype else arr.astype(dtype)
+
+
+# ----- layers --------------------------------------------------------------------------------------
+@dataclass(frozen=True, repr=False, init=False, eq=False)
+class Linear(Module):
+    """``y = x @ weight + bias``; ``weight`` has shape ``(in_features, out_features)``.
+
+    ``init`` names the weight initialiser (``"he"`` for relu nets, ``"glorot"`` for tanh); the
+    bias starts at zero. NumPy inputs are cast to the layer's ``dtype``.
+
+    >>> layer = Linear(3, 2, rng=np.random.default_rng(0))
+    >>> layer
+    Linear(3 -> 2, dtype=float32)
+    >>> layer(np.ones((4, 3))).shape
+    (4, 2)
+    """
+
+    weight: Any
+    bias: Any = None
+
+    def __init__(self, in_features: int, out_features: int, *, rng: np.random.Generator | int,
+                 bias: bool = True, init: str | Callable[..., Tensor] = "he",
+                 dtype: DTypeLike = np.float32) -> None:
+        rng = _check_rng(rng, "Linear")
+        dt = _float_dtype(dtype, "Linear")
+        w = _initialiser(init)(rng, (int(in_features), int(out_features)), dt)
+        _set(self, weight=w, bias=zeros(None, (int(out_features),), dt) if bias else None)
+
+    @property
+    def in_features(self) -> int:
+        """The size of the input's last axis."""
+        return _leaf_shape(self.weight)[0]
+
+    @property
+    def out_features(self) -> int:
+        """The size of the output's last axis."""
+        return _leaf_shape(self.weight)[1]
+
+    def __call__(self, x: ArrayLike) -> Tensor:
+        """Apply the layer to a batch ``(..., in_features)``."""
+        y = _as_input(x, self.weight.dtype) @ self.weight
+        return y if self.bias is None else y + self.bias
+
+    def _summary(self) -> str:
+        extra = "" if self.bias is not None else ", bias=False"
+        return f"Linear({self.in_features} -> {self.out_features}{extra}, dtype={_leaf_dtype(self.weight)})"
+
+
+@dataclass(frozen=True, repr=False, init=False, eq=False)
+class MLP(Module):
+    """A stack of ``Linear`` layers with an activation between them (none after the last).
+
+    ``sizes`` lists the widths: ``[64, 128, 10]`` is 64 inputs, one hidden layer of 128 and 10
+    outputs. ``activation`` is a name from ``nn.ACTIVATIONS`` (or one of those functions).
+
+    >>> mlp = MLP([2, 3, 1], rng=np.random.default_rng(0), activation="tanh", dtype=np.float64)
+    >>> mlp.num_params, mlp(np.zeros((5, 2))).shape
+    (13, (5, 1))
+    """
+
+    layers: tuple[Linear, ...]
+    activation: str = "relu"
+    _static: ClassVar[tuple[str, ...]] = ("activation",)
+
+    def __init__(self, sizes: Sequence[int], *, rng: np.random.Generator | int,
+                 activation: str | Callable[[Any], Any] = "relu", init: str | Callable[..., Tensor] | None = None,
+                 dtype: DTypeLike = np.float32) -> None:
+        sizes = [int(s) for s in sizes]
+        if len(sizes) < 2:
+            raise ValueError(f"MLP(sizes): give at least an input and an output size, e.g. [64, 10]; got {sizes}")
+        rng = _check_rng(rng, "MLP")
+        name = _activation_name(activation)
+        if init is None:
+            init = "he" if name in ("relu", "leaky_relu", "gelu") else "glorot"
+        layers = tuple(Linear(a, b, rng=rng, init=init, dtype=dtype) for a, b in zip(sizes[:-1], sizes[1:]))
+        _set(self, layers=layers, activation=name)
+
+    def __call__(self, x: ArrayLike) -> Tensor:
+        """Apply every layer, with the activation between them."""
+        act = ACTIVATIONS[self.activation]
+        h: Any = x
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            h = layer(h)
+            if i < last:
+                h = act(h)
+        return h
+
+    def _summary(self) -> str:
+        lines = [f"  ({i}): {layer._summary()}" for i, layer in enumerate(self.layers)]
+        lines.append(f"  activation={self.activation}, parameters={self.num_params:,}")
+        return "MLP(\n" + "\n".join(lines) + "\n)"
+
+
+@dataclass(frozen=True, repr=False, init=False, eq=False)
+class Sequential(Module):
+    """Apply ``layers`` in order; a layer is a module or a plain function such as ``nn.relu``.
+
+    Functions are structure (not parameters). ``rng`` (a generator, for ``Dropout``) is passed to
+    the layers that take one; without it dropout is off (evaluation).
+
+    >>> rng = np.random.default_rng(0)
+    >>> net = Sequential(Linear(4, 8, rng=rng), relu, Dropout(0.5), Linear(8, 2, rng=rng))
+    >>> net(np.ones((3, 4))).shape
+    (3, 2)
+    >>> net.num_params
+    58
+    """
+
+    layers: tuple[Any, ...]
+
+    def __init__(self, *layers: Any) -> None:
+        if len(layers) == 1 and isinstance(layers[0], (list, tuple)):
+            layers = tuple(layers[0])
+        for i, layer in enumerate(layers):
+            if not callable(layer):
+                raise TypeError(f"Sequential: layer {i} ({type(layer).__name__}) is not callable; "
+                                "pass modules or functions")
+        _set(self, layers=tuple(layers))
+
+    def __call__(self, x: ArrayLike, *, rng: np.random.Generator | None = None) -> Any:
+        """Apply each layer; ``rng`` reaches the ``Dropout`` layers (and turns them on)."""
+        h: Any = x
+        for layer in self.layers:
+            h = layer(h, rng=rng) if isinstance(layer, (Dropout, Sequential)) else layer(h)
+        return h
+
+    def _summary(self) -> str:
+        lines = []
+        for i, layer in enumerate(self.layers):
+            text = layer._summary() if isinstance(layer, Module) else getattr(layer, "__name__", repr(layer))
+            lines.append(f"  ({i}): " + text.replace("\n", "\n  "))
+        lines.append(f"  parameters={self.num_params:,}")
+        return "Sequential(\n" + "\n".join(lines) + "\n)"
+
+
+def _flatten_sequential(obj: Sequential) -> tuple[list[Any], Any]:
+    children = [layer for layer in obj.layers if isinstance(layer, Module)]
+    meta = tuple(None if isinstance(layer, Module) else layer for layer in obj.layers)
+    return children, meta
+
+
+def _unflatten_sequential(meta: Any, children: list[Any]) -> Sequential:
+    it = iter(children)
+    obj = object.__new__(Sequential)
+    obj.__dict__["layers"] = tuple(next(it) if m is None else m for m in meta)
+    return obj
+
+
+register_pytree(Sequential, _flatten_sequential, _unflatten_sequential)
+
+
+@dataclass(frozen=True, repr=False, init=False, eq=False)
+class Embedding(Module):
+    """A lookup table: row ``i`` of ``weight`` (shape ``(num_embeddings, dim)``) for index ``i``.
+
+    Initialised ``N(0, 1)``. Gradients of repeated indices add up.
+
+    >>> emb = Embedding(10, 4, rng=np.random.default_rng(0))
+    >>> emb(np.array([[1, 2], [3, 3]])).shape
+    (2, 2, 4)
+    """
+
+    weight: Any
+
+    def __init__(self, num_embeddings: int, dim: int, *, rng: np.random.Generator | int,
+                 dtype: DTypeLike = np.float32) -> None:
+        rng = _check_rng(rng, "Embedding")
+        dt = _float_dtype(dtype, "Embedding")
+        _set(self, weight=Tensor(rng.standard_normal((int(num_embeddings), int(dim))), dtype=dt))
+
+    def __call__(self, indices: ArrayLike) -> Tensor:
+        """The rows of ``weight`` at integer ``indices`` (any shape): shape ``indices.shape + (dim,)``."""
+        idx = np.asarray(indices._data if type(indices) is Tensor else indices)
+        if idx.dtype.kind not in "iu":
+            raise TypeError(f"Embedding: indices must be integers, got dtype {idx.dtype}; use labels.astype(int)")
+        n = _leaf_shape(self.weight)[0]
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise IndexError(f"Embedding: indices must be in [0, {n}); got values from {idx.min()} to {idx.max()}")
+        return ops.take(self.weight, idx, axis=0)
+
+    def _summary(self) -> str:
+        n, d = _leaf_shape(self.weight)
+        return f"Embedding({n}, {d}, dtype={_leaf_dtype(self.weight)})"
+
+
+@dataclass(frozen=True, repr=False, init=False, eq=False)
+class LayerNorm(Module):
+    """Normalise the last axis to mean 0 and variance 1, then scale by ``weight`` and shift by ``bias``.
+
+    >>> ln = LayerNorm(3)
+    >>> y = ln(np.array([[1.0, 2.0, 3.0]]))
+    >>> np.round(y.numpy(), 4)
+    array([[-1.2247,  0.    ,  1.2247]], dtype=float32)
+    """
+
+    weight: Any
+    bias: Any
+    eps: float = 1e-5
+    _static: ClassVar[tuple[str, ...]] = ("eps",)
+
+    def __init__(self, dim: int, *, eps: float = 1e-5, dtype: DTypeLike = np.float32) -> None:
+        dt = _float_dtype(dtype, "LayerNorm")
+        _set(self, weight=Tensor(np.ones(int(dim), dtype=dt)), bias=Tensor(np.zeros(int(dim), dtype=dt)),
+             eps=float(eps))
+
+    def __call__(self, x: ArrayLike) -> Tensor:
+        """Normalise ``x`` of shape ``(..., dim)`` over its last axis."""
+        x = _as_input(x, self.weight.dtype)
+        mu = ops.mean(x, axis=-1, keepdims=True)
+        var = ops.var(x, axis=-1, keepdims=True)
+        return (x - mu) / ops.sqrt(var + self.eps) * self.weight + self.bias
+
+    def _summary(self) -> str:
+        return f"LayerNorm({_leaf_shape(self.weight)[0]}, eps={self.eps:g}, dtype={_leaf_dtype(self.weight)})"
+
+
+def dropout(x: ArrayLike, rate: float, rng: np.random.Generator | int | None) -> Any:
+    """Zero each element with probability ``rate`` and scale the rest by ``1 / (1 - rate)``.
+
+    With ``rng=None`` (evaluation) ``x`` is returned unchanged. The mask is drawn from ``rng``, so
+    the same generator state gives the same mask.
+
+    >>> dropout(Tensor([1.0, 1.0]), 0.5, None)
+    Tensor([1., 1.])
+    >>> dropout(Tensor(np.ones(6)), 0.5, np.random.default_rng(0)).numpy()
+    array([2., 0., 0., 0., 2., 2.])
+    """
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
+    if rng is None or rate == 0.0:
+        return x
+    gen = _check_rng(rng, "dropout")
+    data = x._data if type(x) is Tensor else np.asarray(x)
+    dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
+    keep = (gen.random(np.shape(data)) >= rate).astype(dtype) * dtype.type(1.0 / (1.0 - rate))
+    return x * keep
+
+
+@dataclass(frozen=True, repr=False, init=False, eq=False)
+class Dropout(Module):
+    """Dropout as a layer: on when called with a generator (``rng=``), off without one (evaluation).
+
+    >>> drop = Dropout(0.5)
+    >>> drop(Tensor(np.ones(4)))            # evaluation: unchanged
+    Tensor([1., 1., 1., 1.])
+    >>> drop(Tensor(np.ones(4)), rng=np.random.default_rng(1)).numpy()
+    array([2., 2., 0., 2.])
+    """
+
+    rate: float = 0.5
+    _static: ClassVar[tuple[str, ...]] = ("rate",)
+
+    def __init__(self, rate: float = 0.5) -> None:
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
+        _set(self, rate=float(rate))
+
+    def __call__(self, x: ArrayLike, *, rng: np.random.Generator | int | None = None) -> Any:
+        """Apply dropout with a generator (training); return ``x`` unchanged without one."""
+        return dropout(x, self.rate, rng)
+
+    def _summary(self) -> str:
+        return f"Dropout({self.rate:g})"
+
+

@@ -1,0 +1,376 @@
+"""Optimizers as pairs of pure functions, in the style of optax.
+
+An optimizer has ``init(params) -> state`` and ``update(grads, state, params) -> (updates,
+state)``; ``apply_updates(params, updates)`` returns new parameters. Nothing is changed in
+place: the old parameters and the old state stay valid. ``params`` and ``grads`` are pytrees of
+the same structure (a model, a dict of Tensors, ...); updates and state hold NumPy arrays.
+
+Functional style:
+
+>>> import numpy as np
+>>> import leanpass as lp
+>>> from leanpass import optim
+>>> params = {"w": lp.Tensor([1.0, -2.0])}
+>>> opt = optim.sgd(0.1)
+>>> state = opt.init(params)
+>>> grads = lp.grad(lambda p: (p["w"] ** 2).sum())(params)
+>>> updates, state = opt.update(grads, state, params)
+>>> optim.apply_updates(params, updates)
+{'w': Tensor([ 0.8, -1.6])}
+
+Eager style (``.backward()`` leaves gradients in ``.grad``): read them with ``collect_grads``.
+
+>>> w = lp.Tensor([1.0, -2.0], requires_grad=True)
+>>> (w ** 2).sum().backward()
+>>> updates, state = opt.update(optim.collect_grads([w]), opt.init([w]), [w])
+>>> optim.apply_updates([w], updates)
+[Tensor([ 0.8, -1.6], requires_grad=True)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .tensor import Tensor, _const
+from .tree import tree_flatten, tree_unflatten
+
+__all__ = [
+    "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
+    "collect_grads", "chain", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
+]
+
+Schedule = Callable[[int], float]
+LearningRate = float | Schedule
+
+
+class Optimizer(NamedTuple):
+    """A pair of pure functions: ``init(params) -> state`` and ``update(grads, state, params) -> (updates, state)``."""
+
+    init: Callable[[Any], Any]
+    update: Callable[..., tuple[Any, Any]]
+
+
+# ----- helpers on pytrees of arrays ------------------------------------------------------------
+def _raw(x: Any) -> Any:
+    """The array inside a leaf: a Tensor's data, an array, or a Python number as an array."""
+    if type(x) is Tensor:
+        return x._data
+    return x if isinstance(x, np.ndarray) else np.asarray(x)
+
+
+def _flat_arrays(tree: Any, what: str) -> tuple[list[Any], Any]:
+    leaves, treedef = tree_flatten(tree)
+    return [_raw(x) for x in leaves], treedef
+
+
+def _same(treedef: Any, other: Any, what: str) -> None:
+    if treedef != other:
+        raise ValueError(
+            f"{what}: the gradients do not have the structure of the parameters / state. Pass grads "
+            "computed for these params (leanpass.grad(loss_fn)(params) has the params' structure), "
+            "and a state from opt.init(params)."
+        )
+
+
+def _lr_at(lr: LearningRate, step: int) -> float:
+    """The learning rate as a Python float (a float, or a schedule called with the step count)."""
+    return float(lr(step)) if callable(lr) else float(lr)
+
+
+def _check_lr(lr: LearningRate, where: str) -> None:
+    if not callable(lr) and not (isinstance(lr, (int, float, np.floating)) and lr >= 0):
+        raise ValueError(f"{where}: learning_rate must be a non-negative number or a schedule step -> float, got {lr!r}")
+
+
+def _grads(grads: Any, state_def: Any, where: str) -> list[Any]:
+    g, gdef = _flat_arrays(grads, where)
+    _same(state_def, gdef, where)
+    return g
+
+
+class _State(NamedTuple):
+    """Optimizer state: the step count and per-parameter arrays, flat (with the structure kept)."""
+
+    step: int
+    slots: tuple[tuple[Any, ...], ...]
+    treedef: Any
+
+
+# ----- the optimizers ---------------------------------------------------------------------------
+def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = False,
+        weight_decay: float = 0.0) -> Optimizer:
+    """Stochastic gradient descent, optionally with (Nesterov) momentum and L2 weight decay.
+
+    With momentum ``m``: ``v = m * v + g`` and the update is ``-lr * v`` (``-lr * (g + m * v)``
+    with Nesterov). ``learning_rate`` may be a schedule: a function of the step (0, 1, ...).
+
+    >>> opt = sgd(0.1, momentum=0.9)
+    >>> params = np.array([1.0])
+    >>> state = opt.init(params)
+    >>> u1, state = opt.update(np.array([1.0]), state, params)
+    >>> u2, state = opt.update(np.array([1.0]), state, params)
+    >>> u1, u2
+    (array([-0.1]), array([-0.19]))
+    """
+    _check_lr(learning_rate, "sgd")
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"sgd: momentum must be in [0, 1), got {momentum}")
+    if nesterov and momentum == 0.0:
+        raise ValueError("sgd: nesterov=True needs momentum > 0 (e.g. momentum=0.9)")
+
+    def init(params: Any) -> _State:
+        arrays, treedef = _flat_arrays(params, "sgd.init")
+        slots = (tuple(np.zeros_like(p) for p in arrays),) if momentum else ()
+        return _State(0, slots, treedef)
+
+    def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
+        g = _grads(grads, state.treedef, "sgd.update")
+        lr = _lr_at(learning_rate, state.step)
+        if weight_decay:
+            if params is None:
+                raise ValueError("sgd.update: weight_decay needs params: opt.update(grads, state, params)")
+            g = [gi + weight_decay * p for gi, p in zip(g, _flat_arrays(params, "sgd")[0])]
+        if not momentum:
+            return tree_unflatten(state.treedef, [gi * -lr for gi in g]), _State(state.step + 1, (), state.treedef)
+        velocity = tuple(momentum * v + gi for v, gi in zip(state.slots[0], g))
+        if nesterov:
+            ups = [(gi + momentum * v) * -lr for gi, v in zip(g, velocity)]
+        else:
+            ups = [v * -lr for v in velocity]
+        return tree_unflatten(state.treedef, ups), _State(state.step + 1, (velocity,), state.treedef)
+
+    return Optimizer(init, update)
+
+
+def adam(learning_rate: LearningRate = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Optimizer:
+    """Adam (Kingma & Ba, 2015), with bias correction.
+
+    ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2``, update
+    ``-lr * m_hat / (sqrt(v_hat) + eps)`` with ``m_hat = m / (1 - b1^t)``, ``v_hat = v / (1 - b2^t)``.
+
+    >>> opt = adam(0.1)
+    >>> state = opt.init(np.array([1.0]))
+    >>> updates, state = opt.update(np.array([0.5]), state)
+    >>> updates  # the first step is -lr * sign(g)
+    array([-0.1])
+    """
+    return _adam("adam", learning_rate, b1, b2, eps, 0.0)
+
+
+def adamw(learning_rate: LearningRate = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+          weight_decay: float = 1e-4) -> Optimizer:
+    """AdamW (Loshchilov & Hutter, 2019): Adam plus decoupled weight decay ``-lr * wd * param``.
+
+    ``update`` needs ``params`` for the decay.
+
+    >>> opt = adamw(0.1, weight_decay=0.5)
+    >>> p = np.array([2.0])
+    >>> updates, _ = opt.update(np.array([0.0]), opt.init(p), p)
+    >>> updates  # no gradient: only the decay, -0.1 * 0.5 * 2
+    array([-0.1])
+    """
+    return _adam("adamw", learning_rate, b1, b2, eps, weight_decay)
+
+
+def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: float, weight_decay: float) -> Optimizer:
+    _check_lr(learning_rate, name)
+    for label, b in (("b1", b1), ("b2", b2)):
+        if not 0.0 <= b < 1.0:
+            raise ValueError(f"{name}: {label} must be in [0, 1), got {b}")
+
+    def init(params: Any) -> _State:
+        arrays, treedef = _flat_arrays(params, f"{name}.init")
+        return _State(0, (tuple(np.zeros_like(p) for p in arrays), tuple(np.zeros_like(p) for p in arrays)), treedef)
+
+    def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
+        g = _grads(grads, state.treedef, f"{name}.update")
+        t = state.step + 1
+        lr = _lr_at(learning_rate, state.step)
+        mu = tuple(b1 * m + (1 - b1) * gi for m, gi in zip(state.slots[0], g))
+        nu = tuple(b2 * v + (1 - b2) * (gi * gi) for v, gi in zip(state.slots[1], g))
+        c1 = 1.0 - b1**t
+        c2 = 1.0 - b2**t
+        step_size = lr / c1
+        root_c2 = math.sqrt(c2)
+        ups = [m * -step_size / (np.sqrt(v) / root_c2 + eps) for m, v in zip(mu, nu)]
+        if weight_decay:
+            if params is None:
+                raise ValueError(f"{name}.update: weight decay needs params: opt.update(grads, state, params)")
+            ups = [u - (lr * weight_decay) * p for u, p in zip(ups, _flat_arrays(params, name)[0])]
+        return tree_unflatten(state.treedef, ups), _State(t, (mu, nu), state.treedef)
+
+    return Optimizer(init, update)
+
+
+# ----- applying, clipping, chaining -------------------------------------------------------------
+def apply_updates(params: Any, updates: Any) -> Any:
+    """New parameters ``params + updates``, leaf by leaf; the old ones are unchanged.
+
+    A Tensor parameter gives a new Tensor of the same dtype (with ``requires_grad`` kept, for the
+    eager style); an array gives an array.
+
+    >>> apply_updates({"w": Tensor([1.0], dtype=np.float32)}, {"w": np.array([0.5], dtype=np.float32)})
+    {'w': Tensor([1.5], dtype=float32)}
+    """
+    p_leaves, pdef = tree_flatten(params)
+    u_leaves, udef = tree_flatten(updates)
+    if pdef != udef:
+        raise ValueError(
+            "apply_updates: the updates do not have the structure of the params; pass the updates "
+            "that opt.update returned for these params."
+        )
+    out = []
+    for p, u in zip(p_leaves, u_leaves):
+        data = _raw(p)
+        new = data + _raw(u).astype(data.dtype, copy=False)
+        if type(p) is Tensor:
+            if p.requires_grad:
+                out.append(Tensor(new, requires_grad=True))
+            else:
+                new.flags.writeable = False
+                out.append(_const(new))
+        elif isinstance(p, np.ndarray):
+            out.append(new)
+        else:
+            out.append(type(p)(new) if isinstance(p, (int, float)) else new)
+    return tree_unflatten(pdef, out)
+
+
+def global_norm(tree: Any) -> float:
+    """The L2 norm of all the leaves of ``tree`` taken together.
+
+    >>> global_norm([np.array([3.0]), np.array([4.0])])
+    5.0
+    """
+    leaves, _ = tree_flatten(tree)
+    return math.sqrt(sum(float(np.vdot(a, a)) for a in (_raw(x) for x in leaves)))
+
+
+def clip_by_global_norm(max_norm: float) -> Optimizer:
+    """A gradient transformation that rescales the gradients when their global norm exceeds ``max_norm``.
+
+    Use it in front of an optimizer with ``chain``: ``chain(clip_by_global_norm(1.0), adam(1e-3))``.
+
+    >>> clip = clip_by_global_norm(1.0)
+    >>> clipped, _ = clip.update([np.array([3.0]), np.array([4.0])], clip.init(None))
+    >>> clipped
+    [array([0.6]), array([0.8])]
+    """
+    if not max_norm > 0:
+        raise ValueError(f"clip_by_global_norm: max_norm must be > 0, got {max_norm}")
+
+    def init(params: Any) -> tuple[()]:
+        return ()
+
+    def update(grads: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        leaves, treedef = tree_flatten(grads)
+        arrays = [_raw(x) for x in leaves]
+        norm = math.sqrt(sum(float(np.vdot(a, a)) for a in arrays))
+        if norm <= max_norm:
+            return tree_unflatten(treedef, arrays), state
+        scale = max_norm / norm
+        return tree_unflatten(treedef, [a * a.dtype.type(scale) for a in arrays]), state
+
+    return Optimizer(init, update)
+
+
+def chain(*transforms: Optimizer) -> Optimizer:
+    """Run gradient transformations one after another (e.g. clipping, then Adam).
+
+    >>> opt = chain(clip_by_global_norm(1.0), sgd(1.0))
+    >>> updates, _ = opt.update(np.array([10.0]), opt.init(np.array([0.0])), np.array([0.0]))
+    >>> updates
+    array([-1.])
+    """
+
+    def init(params: Any) -> tuple[Any, ...]:
+        return tuple(t.init(params) for t in transforms)
+
+    def update(grads: Any, state: tuple[Any, ...], params: Any = None) -> tuple[Any, tuple[Any, ...]]:
+        new_states = []
+        for t, s in zip(transforms, state):
+            grads, s = t.update(grads, s, params)
+            new_states.append(s)
+        return grads, tuple(new_states)
+
+    return Optimizer(init, update)
+
+
+# ----- the eager style ---------------------------------------------------------------------------
+def collect_grads(params: Any) -> Any:
+    """The ``.grad`` of each Tensor leaf of ``params`` (after ``loss.backward()``), as arrays.
+
+    A leaf with no gradient yet (not reached by the loss) gives zeros. The result has the
+    structure of ``params``, ready for ``opt.update(grads, state, params)``.
+
+    >>> w = Tensor([1.0, 2.0], requires_grad=True)
+    >>> (w * 3.0).sum().backward()
+    >>> collect_grads({"w": w, "unused": Tensor([0.0], requires_grad=True)})
+    {'w': array([3., 3.]), 'unused': array([0.])}
+    """
+    leaves, treedef = tree_flatten(params)
+    out = []
+    for i, x in enumerate(leaves):
+        if type(x) is not Tensor:
+            raise TypeError(
+                f"collect_grads: leaf {i} is a {type(x).__name__}, not a Tensor. The eager style needs "
+                "Tensor parameters with requires_grad=True (see leanpass.nn.trainable)."
+            )
+        g = x.grad
+        out.append(np.zeros_like(x._data) if g is None else g._data)
+    return tree_unflatten(treedef, out)
+
+
+# ----- learning-rate schedules (any callable step -> float works) ----------------------------------
+def constant_schedule(value: float) -> Schedule:
+    """``step -> value``.
+
+    >>> constant_schedule(0.1)(100)
+    0.1
+    """
+    return lambda step: value
+
+
+def exponential_decay(init_value: float, decay_rate: float, decay_steps: int) -> Schedule:
+    """``init_value * decay_rate ** (step / decay_steps)``.
+
+    >>> exponential_decay(1.0, 0.5, 10)(20)
+    0.25
+    """
+    return lambda step: init_value * decay_rate ** (step / decay_steps)
+
+
+def cosine_decay(init_value: float, decay_steps: int, alpha: float = 0.0) -> Schedule:
+    """Cosine from ``init_value`` down to ``alpha * init_value`` over ``decay_steps``, then flat.
+
+    >>> s = cosine_decay(1.0, 100)
+    >>> s(0), round(s(50), 6), s(100)
+    (1.0, 0.5, 0.0)
+    """
+
+    def schedule(step: int) -> float:
+        frac = min(step, decay_steps) / decay_steps
+        return init_value * ((1 - alpha) * 0.5 * (1 + math.cos(math.pi * frac)) + alpha)
+
+    return schedule
+
+
+def warmup_cosine(peak_value: float, warmup_steps: int, decay_steps: int, alpha: float = 0.0) -> Schedule:
+    """Linear warm-up from 0 to ``peak_value`` over ``warmup_steps``, then ``cosine_decay``.
+
+    >>> s = warmup_cosine(1.0, 10, 100)
+    >>> s(0), s(5), s(10)
+    (0.0, 0.5, 1.0)
+    """
+    decay = cosine_decay(peak_value, decay_steps, alpha)
+
+    def schedule(step: int) -> float:
+        if step < warmup_steps:
+            return peak_value * step / warmup_steps
+        return decay(step - warmup_steps)
+
+    return schedule
