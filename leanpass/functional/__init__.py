@@ -22,6 +22,7 @@ from typing import Any
 
 from ._broadcast import unbroadcast as unbroadcast
 from .binary import add, div, logaddexp, matmul, maximum, minimum, mul, power, sub
+from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
     astype,
@@ -65,6 +66,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "**": power,
     "@": matmul,
     "neg": neg,
+    "cross_entropy": cross_entropy,
     **{
         f.__name__: f
         for f in (
