@@ -82,3 +82,8 @@ __all__ = [
     "tanh", "transpose", "var", "where",
 ]
 del np
+
+from . import data, datasets, losses, nn, optim  # noqa: E402
+from .checkpoint import load, save  # noqa: E402
+
+__all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
