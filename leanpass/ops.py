@@ -229,12 +229,18 @@ def leaky_relu(x: ArrayLike, negative_slope: float = 0.01) -> Tensor:
 
 
 def clip(x: ArrayLike, lo: Any = None, hi: Any = None) -> Tensor:
-    """Clamp into ``[lo, hi]``; the gradient is 0 where the value was clamped.
+    """Clamp into ``[lo, hi]`` (either may be None); the gradient is 0 where the value was clamped.
+
+    Bounds that are Tensors get gradients too: the clamp is then ``minimum(maximum(x, lo), hi)``.
 
     >>> clip(Tensor([-1.0, 0.5, 2.0]), 0.0, 1.0)
     Tensor([0. , 0.5, 1. ])
     """
-    return _unary(F.clip, "clip", _tensor(x), lo, hi)
+    if type(lo) is Tensor or type(hi) is Tensor:
+        out = _tensor(x)
+        out = out if lo is None else maximum(out, lo)
+        return out if hi is None else minimum(out, hi)
+    return _unary(F.clip, "clip", _tensor(x), _tensor(lo), _tensor(hi))
 
 
 def sign(x: ArrayLike) -> Tensor:
@@ -402,7 +408,7 @@ def broadcast_to(x: ArrayLike, shape: Any) -> Tensor:
     >>> broadcast_to(Tensor([1.0, 2.0]), (3, 2)).shape
     (3, 2)
     """
-    return _unary(F.broadcast_to, "broadcast_to", _tensor(x), tuple(shape))
+    return _unary(F.broadcast_to, "broadcast_to", _tensor(x), _shape_arg((shape,)))
 
 
 def astype(x: ArrayLike, dtype: Any) -> Tensor:
@@ -433,22 +439,39 @@ def stack(xs: Sequence[ArrayLike], axis: int = 0) -> Tensor:
 
 
 def split(x: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Tensor]:
-    """Split into pieces along ``axis``: ``n`` equal sections, or at the given indices.
+    """Split into pieces along ``axis``: ``n`` equal sections, or at the given indices (as ``np.split``).
+
+    Each piece is a slice of ``x`` (``_op`` ``"getitem"``), so the gradient flows back into place.
 
     >>> [p.shape for p in split(Tensor(np.arange(6.0)), [2, 5])]
     [(2,), (3,), (1,)]
+    >>> [p.tolist() for p in split(Tensor([1.0, 2.0, 3.0, 4.0]), 2)]
+    [[1.0, 2.0], [3.0, 4.0]]
     """
-    t = x if isinstance(x, Tensor) else Tensor(x)
+    t = x if type(x) is Tensor else Tensor(_tensor(x))
+    if t.ndim == 0:
+        raise ValueError("split: a 0-d Tensor has no axis to split; reshape it first (t.reshape(1))")
+    axis = _axis(axis, t.ndim, "split")
     n = t.shape[axis]
-    if isinstance(indices_or_sections, int):
-        if n % indices_or_sections:
-            raise ValueError(f"split: axis of length {n} does not divide into {indices_or_sections} equal sections")
-        step = n // indices_or_sections
-        bounds = list(range(0, n + 1, step))
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0 or n % k:
+            raise ValueError(
+                f"split: an axis of length {n} does not divide into {k} equal sections. Pass a "
+                "number of sections that divides it, or a list of split points (e.g. [2, 5])."
+            )
+        bounds = [i * (n // k) for i in range(k + 1)]
     else:
-        bounds = [0, *indices_or_sections, n]
-    lead = (slice(None),) * (axis % t.ndim)
+        bounds = [0, *(int(i) for i in indices_or_sections), n]
+    lead = (slice(None),) * axis
     return [t[lead + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _axis(axis: int, ndim: int, name: str) -> int:
+    """``axis`` as a non-negative index, with an error naming the op when it is out of range."""
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"{name}: axis {axis} is out of range for a Tensor with {ndim} axes")
+    return axis % ndim
 
 
 def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
@@ -460,11 +483,13 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
     Tensor([[3., 4.],
             [3., 4.]])
     """
-    t = x if isinstance(x, Tensor) else Tensor(x)
+    t = x if type(x) is Tensor else Tensor(_tensor(x))
     idx = np.asarray(_value(indices))
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"take: indices must be integers, got dtype {idx.dtype}; use x[mask] for a boolean mask")
     if axis is None:
         return t.reshape(-1)[idx]
-    return t[(slice(None),) * (axis % t.ndim) + (idx,)]
+    return t[(slice(None),) * _axis(axis, t.ndim, "take") + (idx,)]
 
 
 def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:

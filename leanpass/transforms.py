@@ -12,6 +12,7 @@ arrays.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -225,7 +226,10 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 def jacobian(f: Callable[..., Any]) -> Callable[[Any], Any]:
     """The Jacobian of ``f`` at one array argument, built row by row in reverse mode.
 
-    The result has shape ``output.shape + input.shape``.
+    ``f`` takes one array (or Tensor, or float) and returns one array-valued Tensor. The result
+    has shape ``output.shape + input.shape`` and the input's dtype; it is a Tensor when the input
+    is one. Each row is one ``vjp`` pull-back of a unit cotangent, so ``jacobian`` composes with
+    ``grad`` (``hessian`` is ``jacobian(grad(f))``).
 
     >>> jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
     array([[2., 0.],
@@ -234,25 +238,34 @@ def jacobian(f: Callable[..., Any]) -> Callable[[Any], Any]:
 
     def jac(x: Any) -> Any:
         out, pull = vjp(f, x)
-        out_shape = np.shape(out._data if type(out) is Tensor else out)
-        dtype = np.result_type(out._data if type(out) is Tensor else out)
-        rows = []
-        for i in range(int(np.prod(out_shape))):
-            e = np.zeros(int(np.prod(out_shape)), dtype=dtype)
-            e[i] = 1
-            rows.append(pull(e.reshape(out_shape))[0])
-        in_shape = np.shape(x._data if type(x) is Tensor else x)
-        if rows and type(rows[0]) is Tensor:
+        if type(out) is not Tensor and not isinstance(out, (int, float, np.ndarray, np.generic)):
+            raise TypeError(
+                f"jacobian: f must return a single Tensor or array, but returned {type(out).__name__}. "
+                "Return one array (e.g. stack or concatenate the pieces), or take the Jacobian of each."
+            )
+        data = out._data if type(out) is Tensor else np.asarray(out)
+        out_shape = np.shape(data)
+        in_data = x._data if type(x) is Tensor else np.asarray(x)
+        n = math.prod(out_shape)
+        units = np.eye(n, dtype=data.dtype if data.dtype.kind == "f" else in_data.dtype)
+        rows = [pull(units[i].reshape(out_shape))[0] for i in range(n)]
+        if any(type(r) is Tensor for r in rows):  # inside another transform, or a Tensor input
             from .ops import stack
 
-            return stack(rows).reshape(out_shape + in_shape)
-        return np.stack(rows).reshape(out_shape + in_shape)
+            return stack(rows).reshape(out_shape + in_data.shape) if rows else _const(
+                np.zeros(out_shape + in_data.shape, in_data.dtype))
+        if not rows:
+            return np.zeros(out_shape + in_data.shape, in_data.dtype)
+        return np.stack(rows).reshape(out_shape + in_data.shape)
 
     return jac
 
 
 def hessian(f: Callable[..., Any]) -> Callable[[Any], Any]:
     """The Hessian of a scalar ``f`` at one array argument: ``jacobian(grad(f))``.
+
+    The result has shape ``input.shape + input.shape``; for a quadratic ``x @ A @ x`` it is
+    ``A + A.T``.
 
     >>> hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
     array([[ 6.,  0.],
@@ -264,12 +277,20 @@ def hessian(f: Callable[..., Any]) -> Callable[[Any], Any]:
 def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
     """Hessian-vector product ``H(x) @ v`` of a scalar ``f``, without forming the Hessian.
 
+    It is the gradient of ``grad(f)(x) . v`` (reverse over reverse); ``v`` has ``x``'s shape
+    and is a constant (cast to ``x``'s dtype).
+
     >>> hvp(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
     """
 
     def product(x: Any, v: Any) -> Any:
-        v_data = v._data if type(v) is Tensor else np.asarray(v)
+        x_data = x._data if type(x) is Tensor else np.asarray(x)
+        v_data = np.asarray(v._data if type(v) is Tensor else v, dtype=x_data.dtype)
+        if v_data.shape != x_data.shape:
+            raise ValueError(
+                f"hvp: v must have the shape of x, {x_data.shape}, but has shape {v_data.shape}"
+            )
         return grad(lambda y: (grad(f)(y) * v_data).sum())(x)
 
     return product

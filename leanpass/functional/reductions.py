@@ -99,41 +99,60 @@ def _extreme(reduce: Any, x: Any, axis: Axis, keepdims: bool) -> tuple[Any, Any]
     return ans, vjp
 
 
+def _dof(shape: tuple[int, ...], axis: Axis, ddof: int, name: str) -> int:
+    """``n - ddof``, the divisor of a variance; a clear error when it is not positive."""
+    n = _count(shape, axis)
+    if n - ddof <= 0:
+        raise ValueError(
+            f"{name}: ddof={ddof} leaves no degrees of freedom: each result summarises {n} "
+            f"element(s) of an input of shape {shape} (axis={axis!r}). Use ddof < {n}, or "
+            "reduce over more elements."
+        )
+    return n - ddof
+
+
 def var(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tuple[Any, Any]:
     """Variance over ``axis`` with ``ddof`` delta degrees of freedom. Cotangent ``2 g (x - mean) / (n - ddof)``.
 
     >>> var(np.array([1.0, 3.0]))[0]
     np.float64(1.0)
+    >>> var(np.array([1.0, 3.0]), ddof=1)[1](np.array(1.0))
+    (array([-2.,  2.]),)
     """
     shape = np.shape(x)
-    n = _count(shape, axis)
+    dof = _dof(shape, axis, ddof, "var")
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    ans = np.sum(centred * centred, axis=axis, keepdims=keepdims) / (n - ddof)
-    return ans, lambda g: (_restore(g, shape, axis, keepdims) * (2 * centred / (n - ddof)),)
+    ans = np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof
+    return ans, lambda g: (_restore(g, shape, axis, keepdims) * (2 * centred / dof),)
 
 
 def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tuple[Any, Any]:
     """Standard deviation, ``sqrt(var)``. Cotangent ``g (x - mean) / ((n - ddof) * ans)``.
 
+    Where all the elements are equal (``ans == 0``, a kink like ``abs`` at 0) the gradient is
+    0, not nan.
+
     >>> std(np.array([1.0, 3.0]))[0]
     np.float64(1.0)
+    >>> std(np.array([2.0, 2.0]))[1](np.array(1.0))
+    (array([0., 0.]),)
     """
     shape = np.shape(x)
-    n = _count(shape, axis)
+    dof = _dof(shape, axis, ddof, "std")
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    ans = np.sqrt(np.sum(centred * centred, axis=axis, keepdims=keepdims) / (n - ddof))
+    ans = np.sqrt(np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof)
 
     def vjp(g: Any) -> tuple[Any]:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = _restore(g / ((n - ddof) * ans), shape, axis, keepdims)
-        return (scale * centred,)
+        safe = np.where(ans == 0, np.inf, ans)  # g / inf = 0: the zero-spread convention
+        return (_restore(g / (dof * safe), shape, axis, keepdims) * centred,)
 
     return ans, vjp
 
 
 def _shift(x: Any, axis: Axis) -> Any:
-    """A constant (never differentiated) per-slice maximum, 0 where it is not finite."""
-    m = np.max(np.asarray(x), axis=axis, keepdims=True)
+    """A constant (never differentiated) per-slice maximum, 0 where it is not finite (or empty)."""
+    a = np.asarray(x)
+    m = np.max(a, axis=axis, keepdims=True, initial=-np.inf) if a.size == 0 else np.max(a, axis=axis, keepdims=True)
     return np.where(np.isfinite(m), m, 0).astype(m.dtype)
 
 
@@ -164,21 +183,29 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, A
 def softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     """``exp(x) / sum(exp(x))`` along ``axis``, stable for large inputs. Cotangent ``ans * (g - sum(g * ans))``.
 
+    ``-inf`` entries (masked positions) get probability 0; a slice of all ``-inf`` has no
+    distribution and gives ``nan`` (0 / 0), without a warning.
+
     >>> softmax(np.array([1000.0, 1000.0]))[0]
     array([0.5, 0.5])
+    >>> softmax(np.array([0.0, -np.inf]))[0]
+    array([1., 0.])
     """
     e = np.exp(x - _shift(x, axis))
-    ans = e / np.sum(e, axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        ans = e / np.sum(e, axis=axis, keepdims=True)
     return ans, lambda g: (ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),)
 
 
 def log_softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     """``x - logsumexp(x)`` along ``axis``, stable for large inputs. Cotangent ``g - softmax(x) * sum(g)``.
 
+    A slice of all ``-inf`` gives ``nan`` (``-inf - -inf``), without a warning.
+
     >>> log_softmax(np.array([0.0, 0.0]))[0]
     array([-0.69314718, -0.69314718])
     """
     shifted = x - _shift(x, axis)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         ans = shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
     return ans, lambda g: (g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),)

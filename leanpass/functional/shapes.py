@@ -165,9 +165,11 @@ def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True
 
 
 def einsum(subscripts: str, *xs: Any) -> tuple[Any, Any]:
-    """Einstein summation with explicit output (``"bij,bjk->bik"``); ``...`` is allowed.
+    """Einstein summation, as ``np.einsum``: ``"bqd,bkd->bqk"``, ``"...ij,...jk->...ik"``, ``"ij,jk"``.
 
-    Each input's cotangent is itself an einsum of ``g`` with the other inputs.
+    Each input's cotangent is itself an einsum of ``g`` with the other inputs; then axes the
+    input had as size 1 (broadcast by the others) are summed back, and axes the einsum could
+    not fill (letters summed away inside this input alone, or 1 in all the others) are broadcast.
 
     >>> ans, vjp = einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)))
     >>> ans.shape, vjp(np.ones((2, 4)))[2].shape
@@ -175,18 +177,21 @@ def einsum(subscripts: str, *xs: Any) -> tuple[Any, Any]:
     """
     ins, out = _parse_einsum(subscripts, [np.ndim(x) for x in xs])
     ans = np.einsum(f"{','.join(ins)}->{out}", *xs)
-    sizes = {c: n for sub, x in zip(ins, xs) for c, n in zip(sub, np.shape(x))}
 
     def vjp(g: Any) -> tuple[Any, ...]:
         cts: list[Any] = [None]
-        for i, sub in enumerate(ins):
+        for i, (sub, x) in enumerate(zip(ins, xs)):
             others = [s for j, s in enumerate(ins) if j != i]
-            present = set(out).union(*others)
-            target = "".join(c for c in sub if c in present)
-            ct = np.einsum(f"{','.join([out, *others])}->{target}", g, *(x for j, x in enumerate(xs) if j != i))
-            if target != sub:  # letters summed away inside this input alone: broadcast back
-                ct = np.broadcast_to(ct.reshape(tuple(sizes[c] if c in target else 1 for c in sub)),
-                                     tuple(sizes[c] for c in sub))
+            target = "".join(c for c in sub if c in set(out).union(*others))
+            ct = np.einsum(f"{','.join([out, *others])}->{target}", g, *(y for j, y in enumerate(xs) if j != i))
+            size = dict(zip(sub, np.shape(x)))
+            stretched = tuple(k for k, c in enumerate(target) if size[c] == 1 and ct.shape[k] != 1)
+            if stretched:  # size-1 axes of x that broadcasting stretched: sum them back
+                ct = np.sum(ct, axis=stretched, keepdims=True)
+            if target != sub:  # letters summed away inside this input alone: size-1 axes for now
+                ct = ct.reshape(tuple(ct.shape[target.index(c)] if c in target else 1 for c in sub))
+            if ct.shape != np.shape(x):  # ... broadcast back, as are axes only the others had as 1
+                ct = np.broadcast_to(ct, np.shape(x))
             cts.append(ct)
         return tuple(cts)
 
@@ -194,14 +199,18 @@ def einsum(subscripts: str, *xs: Any) -> tuple[Any, Any]:
 
 
 def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
-    """Split ``subscripts``, spell out ``...`` with unused letters, and check what we support."""
+    """Split ``subscripts``, spell out ``...`` with unused letters, and check what we support.
+
+    Without ``->`` the output is NumPy's implicit one: ``...``, then the letters used once, sorted.
+    """
     text = subscripts.replace(" ", "")
-    if "->" not in text:
-        raise ValueError(f"einsum: write the output explicitly, e.g. 'ij,jk->ik'; got {subscripts!r}")
-    lhs, out = text.split("->")
+    lhs, arrow, out = text.partition("->")
     ins = lhs.split(",")
     if len(ins) != len(ndims):
         raise ValueError(f"einsum: {subscripts!r} names {len(ins)} inputs but {len(ndims)} were given")
+    if not arrow:
+        letters = lhs.replace("...", "").replace(",", "")
+        out = ("..." if "..." in lhs else "") + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     free = [c for c in string.ascii_letters if c not in text]
     n_ell = max((nd - len(s.replace("...", "")) for s, nd in zip(ins, ndims) if "..." in s), default=0)
     ell = "".join(free[:n_ell])
@@ -209,10 +218,13 @@ def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
     for s, nd in zip(ins, ndims):
         if "..." in s:
             k = nd - len(s.replace("...", ""))
-            s = s.replace("...", ell[n_ell - k:] if k else "")
+            s = s.replace("...", ell[n_ell - k:] if k > 0 else "")
         if len(s) != nd:
             raise ValueError(f"einsum: subscripts {s!r} do not match an input with {nd} axes")
         if len(set(s)) != len(s):
-            raise ValueError(f"einsum: repeated index within one input ({s!r}) is not supported")
+            raise ValueError(
+                f"einsum: a letter repeated within one input ({s!r}: a trace or a diagonal) is not "
+                "supported. Multiply by np.eye(n) and sum instead, e.g. (x * np.eye(n)).sum() for a trace."
+            )
         spelled.append(s)
     return spelled, out.replace("...", ell)
