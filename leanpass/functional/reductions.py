@@ -140,11 +140,15 @@ def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
     shape = np.shape(x)
     dof = _dof(shape, axis, ddof, "std")
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    ans = np.sqrt(np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof)
+    v = np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof
+    ans = np.sqrt(v)
 
     def vjp(g: Any) -> tuple[Any]:
-        safe = np.where(ans == 0, np.inf, ans)  # g / inf = 0: the zero-spread convention
-        return (_restore(g / (dof * safe), shape, axis, keepdims) * centred,)
+        # The zero-spread convention, kept finite at every order: the rule never divides by
+        # (or differentiates) sqrt at 0, it takes sqrt of 1 there and then selects 0.
+        zero = v == 0
+        scale = np.where(zero, 0, g / (dof * np.sqrt(np.where(zero, 1, v))))
+        return (_restore(scale, shape, axis, keepdims) * centred,)
 
     return ans, vjp
 
