@@ -22,6 +22,7 @@ class TreeDef(NamedTuple):
 
 
 _LEAF = TreeDef(None, None, ())
+_NOTHING = object()
 # type -> (flatten(obj) -> (children, meta), unflatten(meta, children) -> obj)
 _REGISTRY: dict[type, tuple[Callable[[Any], tuple[list[Any], Any]], Callable[[Any, list[Any]], Any]]] = {
     list: (lambda x: (list(x), None), lambda meta, ch: list(ch)),
@@ -79,9 +80,15 @@ def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     """Rebuild a pytree of ``treedef``'s structure from ``leaves``.
 
+    ``leaves`` must hold exactly as many leaves as the structure has (a ValueError otherwise).
+
     >>> leaves, treedef = tree_flatten([1.0, (2.0, 3.0)])
     >>> tree_unflatten(treedef, [4.0, 5.0, 6.0])
     [4.0, (5.0, 6.0)]
+    >>> tree_unflatten(treedef, [4.0, 5.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: tree_unflatten: the structure has 3 leaves, but 2 were given
     """
     it = iter(leaves)
 
@@ -94,7 +101,63 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
             return td.kind(*children)
         return entry[1](td.meta, children)
 
-    return build(treedef)
+    try:
+        tree = build(treedef)
+        extra = next(it, _NOTHING) is not _NOTHING
+    except StopIteration:
+        extra = True
+    if extra:
+        raise ValueError(
+            f"tree_unflatten: the structure has {tree_num_leaves(treedef)} leaves, but "
+            f"{len(leaves)} were given"
+        )
+    return tree
+
+
+def tree_num_leaves(treedef: TreeDef) -> int:
+    """How many leaves a structure holds.
+
+    >>> tree_num_leaves(tree_flatten({"a": [1.0, 2.0], "b": None})[1])
+    2
+    """
+    count = 0
+    stack = [treedef]
+    while stack:
+        td = stack.pop()
+        if td.kind is None:
+            count += 1
+        else:
+            stack.extend(td.children)
+    return count
+
+
+def _describe(td: TreeDef) -> str:
+    """A short name for the node at the top of ``td``, for messages."""
+    if td.kind is None:
+        return "a leaf"
+    if td.kind is type(None):
+        return "None"
+    if td.kind is dict:
+        return f"a dict with keys {list(td.meta)}"
+    return f"a {td.kind.__name__} of {len(td.children)}"
+
+
+def _first_difference(a: TreeDef, b: TreeDef) -> str:
+    """Where two different structures first differ, in words (``a`` is the reference)."""
+    stack = [(a, b, "")]
+    while stack:
+        x, y, path = stack.pop()
+        where = path or "the root"
+        if x.kind is not y.kind or len(x.children) != len(y.children):
+            return f"at {where}: {_describe(x)} vs {_describe(y)}"
+        if x.meta != y.meta:
+            if x.kind is dict and set(x.meta) == set(y.meta):
+                return (f"at {where}: the same dict keys in a different order ({list(x.meta)} vs "
+                        f"{list(y.meta)}); build the dicts with their keys in the same order")
+            return f"at {where}: {_describe(x)} vs {_describe(y)}"
+        names = [f"[{k!r}]" for k in x.meta] if x.kind is dict else [f"[{i}]" for i in range(len(x.children))]
+        stack.extend(reversed([(cx, cy, path + n) for cx, cy, n in zip(x.children, y.children, names)]))
+    return "they are the same"
 
 
 def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
@@ -109,8 +172,9 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
         r_leaves, r_def = tree_flatten(r)
         if r_def != treedef:
             raise ValueError(
-                "tree_map: the trees have different structures; every tree must have the same "
-                f"containers and keys as the first.\nfirst: {treedef}\nother: {r_def}"
+                "tree_map: the trees have different structures "
+                f"({_first_difference(treedef, r_def)}); every tree must have the same containers "
+                "and keys as the first."
             )
         others.append(r_leaves)
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
