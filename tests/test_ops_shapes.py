@@ -34,7 +34,7 @@ def test_reshape_with_minus_one(shape: tuple[int, ...], seed: int, data: Any) ->
 
 @FAST
 @given(shapes, seeds, st.data())
-def test_transpose_permute_and_T(shape: tuple[int, ...], seed: int, data: Any) -> None:
+def test_transpose_permute_and_dot_t(shape: tuple[int, ...], seed: int, data: Any) -> None:
     x = normal(seed, shape)
     nd = len(shape)
     perm = data.draw(st.permutations(range(nd)))
