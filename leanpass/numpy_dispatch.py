@@ -235,6 +235,11 @@ _FUNCTIONS: dict[Any, tuple[Callable[..., Any], tuple[str, ...]]] = {
 _HARMLESS = {"order": "C", "casting": "same_kind", "subok": False, "copy": None}
 
 
+def _harmless(key: str, v: Any) -> bool:
+    """True for a keyword argument passed with the default value that changes nothing here."""
+    return key in _HARMLESS and isinstance(v, (str, bool, type(None))) and _HARMLESS[key] == v
+
+
 def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``Tensor.__array_function__``: route a NumPy function to the LeanPass op.
 
@@ -249,6 +254,6 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     if entry is None:
         return _unsupported(func)
     impl, allowed = entry
-    kwargs = {k: v for k, v in kwargs.items() if not (k not in allowed and _HARMLESS.get(k, ...) == v)}
+    kwargs = {k: v for k, v in kwargs.items() if k in allowed or not _harmless(k, v)}
     _check_kwargs(_name(func), kwargs, allowed)
     return impl(*args, **kwargs)
