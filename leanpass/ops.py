@@ -369,7 +369,8 @@ def transpose(x: ArrayLike, axes: Any = None) -> Tensor:
     >>> transpose(Tensor(np.zeros((2, 3, 4))), (2, 0, 1)).shape
     (4, 2, 3)
     """
-    return _unary(F.transpose, "transpose", _tensor(x), None if axes is None else _shape_arg((axes,)))
+    perm = None if axes is None else tuple(int(a) for a in np.atleast_1d(_value(axes)))
+    return _unary(F.transpose, "transpose", _tensor(x), perm)
 
 
 permute = transpose

@@ -223,6 +223,14 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     return (result, vjp_fn, tr.finish(aux)) if has_aux else (result, vjp_fn)
 
 
+def _one_array(x: Any) -> Any:
+    """A list or tuple argument of ``jacobian``/``hvp`` is one array (of floats), not a pytree."""
+    if not isinstance(x, (list, tuple)):
+        return x
+    arr = np.asarray(x)
+    return arr if arr.dtype.kind == "f" else arr.astype(np.float64)
+
+
 def jacobian(f: Callable[..., Any]) -> Callable[[Any], Any]:
     """The Jacobian of ``f`` at one array argument, built row by row in reverse mode.
 
@@ -237,6 +245,7 @@ def jacobian(f: Callable[..., Any]) -> Callable[[Any], Any]:
     """
 
     def jac(x: Any) -> Any:
+        x = _one_array(x)
         out, pull = vjp(f, x)
         if type(out) is not Tensor and not isinstance(out, (int, float, np.ndarray, np.generic)):
             raise TypeError(
@@ -249,14 +258,15 @@ def jacobian(f: Callable[..., Any]) -> Callable[[Any], Any]:
         n = math.prod(out_shape)
         units = np.eye(n, dtype=data.dtype if data.dtype.kind == "f" else in_data.dtype)
         rows = [pull(units[i].reshape(out_shape))[0] for i in range(n)]
-        if any(type(r) is Tensor for r in rows):  # inside another transform, or a Tensor input
+        shape = out_shape + in_data.shape
+        if not rows:  # an empty output
+            zeros = np.zeros(shape, in_data.dtype)
+            return _const(zeros) if type(x) is Tensor else zeros
+        if type(rows[0]) is Tensor:  # inside another transform, or a Tensor input
             from .ops import stack
 
-            return stack(rows).reshape(out_shape + in_data.shape) if rows else _const(
-                np.zeros(out_shape + in_data.shape, in_data.dtype))
-        if not rows:
-            return np.zeros(out_shape + in_data.shape, in_data.dtype)
-        return np.stack(rows).reshape(out_shape + in_data.shape)
+            return stack(rows).reshape(shape)
+        return np.stack(rows).reshape(shape)
 
     return jac
 
@@ -285,6 +295,7 @@ def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
     """
 
     def product(x: Any, v: Any) -> Any:
+        x = _one_array(x)
         x_data = x._data if type(x) is Tensor else np.asarray(x)
         v_data = np.asarray(v._data if type(v) is Tensor else v, dtype=x_data.dtype)
         if v_data.shape != x_data.shape:

@@ -51,6 +51,7 @@ def test_transpose_op_names() -> None:
     x = Tensor(np.ones((2, 3)), requires_grad=True)
     assert x.T._op == "transpose" and x.permute(1, 0)._op == "transpose"
     assert lp.transpose(x)._op == "transpose" and x.transpose()._op == "transpose"
+    assert lp.transpose(x, np.array([1, 0])).shape == (3, 2) and lp.transpose(x, [-1, 0]).shape == (3, 2)
     g = lp.grad(lambda t: (t.T * np.arange(6.0).reshape(3, 2)).sum())(np.ones((2, 3)))
     np.testing.assert_array_equal(g, np.arange(6.0).reshape(3, 2).T)
 

@@ -68,6 +68,11 @@ def test_jacobian_edge_cases() -> None:
     j = lp.jacobian(lambda t: t * 2.0)(Tensor(x))
     assert type(j) is Tensor  # a Tensor in, a Tensor out
     np.testing.assert_array_equal(value(j), 2 * np.eye(2))
+    empty = lp.jacobian(lambda t: t[:0])(Tensor(x))
+    assert type(empty) is Tensor and empty.shape == (0, 2)
+    np.testing.assert_array_equal(lp.jacobian(lambda t: t * 3.0)([1.0, 2.0]), 3 * np.eye(2))  # a list is one array
+    np.testing.assert_array_equal(lp.hessian(lambda t: (t ** 2).sum())([1, 2]), 2 * np.eye(2))
+    np.testing.assert_array_equal(lp.hvp(lambda t: (t ** 2).sum())([1.0, 2.0], [1.0, 0.0]), [2.0, 0.0])
     with pytest.raises(TypeError, match="jacobian: f must return a single Tensor or array"):
         lp.jacobian(lambda t: (t, t))(x)
     with pytest.raises(TypeError, match="floating-point"):
