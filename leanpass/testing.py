@@ -51,7 +51,14 @@ def check_grads(
     us = [rng.standard_normal(np.shape(_to_f64(o))) for o in out_leaves]
     u_tree = _unflatten_like(out_def, us)
     vs = [rng.standard_normal(x.shape) for x in xs]
-    analytic = sum(float(np.sum(_to_f64(g) * v)) for g, v in zip(pull(u_tree), vs))
+    grads = pull(u_tree)
+    for i, (g, x) in enumerate(zip(grads, xs)):
+        if np.shape(_to_f64(g)) != x.shape:  # a wrong shape could hide in the broadcast product below
+            raise AssertionError(
+                f"check_grads: the gradient of argument {i} has shape {np.shape(_to_f64(g))}, but the "
+                f"argument has shape {x.shape} (order {order} remaining)"
+            )
+    analytic = sum(float(np.sum(_to_f64(g) * v)) for g, v in zip(grads, vs))
     u_flat = np.concatenate([u.ravel() for u in us]) if us else np.zeros(0)
     plus = _flat(f(*[Tensor(x + eps * v) for x, v in zip(xs, vs)]))
     minus = _flat(f(*[Tensor(x - eps * v) for x, v in zip(xs, vs)]))

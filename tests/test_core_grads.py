@@ -103,6 +103,22 @@ def test_check_grads_catches_a_wrong_vjp() -> None:
         check_grads(lambda x: lp.apply(bad_square, "bad_square", x), [randn(3)], order=1)
 
 
+def test_check_grads_catches_a_gradient_of_the_wrong_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An un-reduced cotangent (shape (1, 3) for an input of shape (3,)) sums to the right inner
+    product with a broadcast direction; check_grads must still refuse it."""
+    import leanpass.testing as testing
+
+    real_vjp = testing.vjp
+
+    def vjp_with_extra_axis(f: Any, *xs: Any) -> Any:
+        out, pull = real_vjp(f, *xs)
+        return out, lambda u: tuple(np.asarray(g)[None] for g in pull(u))
+
+    monkeypatch.setattr(testing, "vjp", vjp_with_extra_axis)
+    with pytest.raises(AssertionError, match=r"gradient of argument 0 has shape \(1, 3\).*shape \(3,\)"):
+        check_grads(lambda x: x * 2.0, [randn(3)], order=1)
+
+
 @pytest.mark.parametrize("p", [3, 0.5, -1, 2, -2.5, 1.5])
 def test_power_gradient_for_any_real_exponent(p: float) -> None:
     x = Tensor([0.5, 1.0, 2.0, 3.0], requires_grad=True)
