@@ -15,7 +15,13 @@ apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, s
 
 
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
-    """Scatter-add ``g`` into zeros of ``shape`` at ``index`` (see ``shapes.unindex``)."""
+    """Scatter-add ``g`` into zeros of ``shape`` at ``index`` (see ``shapes.unindex``).
+
+    On arrays this is the scatter itself; on Tensors it is recorded as the op ``"unindex"``.
+
+    >>> unindex(np.array([1.0, 2.0]), [1, 1], (3,))
+    array([0., 3., 0.])
+    """
     from .shapes import unindex as op
 
     if isinstance(g, (np.ndarray, np.generic)) or apply is None:
