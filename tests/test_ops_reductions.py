@@ -187,6 +187,11 @@ def test_op_names_are_recorded() -> None:
 def test_invalid_axis_raises_numpy_axis_error() -> None:
     with pytest.raises(np.exceptions.AxisError):
         lp.sum(Tensor(np.ones((2, 3))), axis=2)
+    for name in ["mean", "var", "std"]:  # as in NumPy, a 0-d input has no axis 0 ...
+        with pytest.raises(np.exceptions.AxisError):
+            getattr(lp, name)(Tensor(2.0), axis=0)
+    for name in ["sum", "max", "min", "logsumexp"]:  # ... except for these, which accept it
+        assert lp.grad(lambda t, name=name: getattr(lp, name)(t, axis=-1))(2.0) == 1.0
 
 
 # ----- float32 stays float32 ----------------------------------------------------------------------------

@@ -18,7 +18,9 @@ def _reduced_axes(ndim: int, axis: Axis) -> set[int]:
     if axis is None:
         return set(range(ndim))
     axes = axis if isinstance(axis, tuple) else (axis,)
-    return {a % ndim if ndim else a for a in axes}
+    if not ndim:  # a 0-d input has nothing to reduce (NumPy's sum and max accept axis 0 or -1)
+        return set()
+    return {a % ndim for a in axes}
 
 
 def _kept_shape(shape: tuple[int, ...], axis: Axis) -> tuple[int, ...]:
