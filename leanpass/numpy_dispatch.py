@@ -152,8 +152,6 @@ def _reshape(a: Any, shape: Any = None, order: str = "C", newshape: Any = None) 
 def _join(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     def call(arrays: Any, axis: Any = 0, out: Any = None, dtype: Any = None) -> Any:
         _check_kwargs(name, {"out": out, "dtype": dtype})
-        if axis is None:  # NumPy's convention: flatten, then join
-            return fn([ops.flatten(a) for a in arrays], 0)
         return fn(list(arrays), axis)
 
     return call

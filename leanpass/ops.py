@@ -421,12 +421,16 @@ def astype(x: ArrayLike, dtype: Any) -> Tensor:
     return _unary(F.astype, "astype", _tensor(x), np.dtype(dtype))
 
 
-def concatenate(xs: Sequence[ArrayLike], axis: int = 0) -> Tensor:
-    """Join along an existing axis.
+def concatenate(xs: Sequence[ArrayLike], axis: int | None = 0) -> Tensor:
+    """Join along an existing axis (``axis=None``: flatten each input first, as NumPy does).
 
     >>> concatenate([Tensor([1.0]), Tensor([2.0, 3.0])])
     Tensor([1., 2., 3.])
+    >>> concatenate([Tensor([[1.0]]), Tensor([2.0, 3.0])], axis=None).shape
+    (3,)
     """
+    if axis is None:
+        return apply(F.concatenate, "concatenate", 0, *(flatten(_tensor(x)) for x in xs))
     return apply(F.concatenate, "concatenate", axis, *(_tensor(x) for x in xs))
 
 

@@ -152,6 +152,10 @@ def test_concatenate_and_stack_mix_tensors_arrays_and_lists() -> None:
     np.testing.assert_array_equal(value(a.grad), [2.0, 4.0])
     s = lp.stack([a, [5.0, 6.0]], axis=1)
     assert s.shape == (2, 2) and s._op == "stack"
+    m = normal(0, (2, 2))
+    flat = lp.concatenate([m, a], axis=None)  # NumPy's convention: flatten each, then join
+    np.testing.assert_array_equal(value(flat), np.concatenate([m, value(a)], axis=None))
+    check_grads(lambda p, q: lp.concatenate([p, q], axis=None), [m, np.ones(2)], order=2)
 
 
 @SMALL
