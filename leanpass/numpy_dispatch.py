@@ -182,6 +182,8 @@ def _dot(a: Any, b: Any, out: Any = None) -> Any:
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if x is None and y is None:  # the indices of the true entries: not a computation on values
         return np.where(_value(condition))
+    if x is None or y is None:
+        raise ValueError("np.where: either both or neither of x and y should be given")
     return ops.where(condition, x, y)
 
 

@@ -150,6 +150,8 @@ def test_np_asarray_and_questions_give_plain_values() -> None:
     assert np.allclose(t, [[1.0, 5.0], [3.0, 2.0]]) and np.array_equal(t, value(t))
     assert type(np.zeros_like(t)) is np.ndarray and np.ones_like(t).shape == (2, 2)
     assert np.where(t > 2)[1].tolist() == [1, 0]  # the one-argument form: indices
+    with pytest.raises(ValueError, match="both or neither"):
+        np.where(t > 2, t)
 
 
 # ----- what is not differentiable raises, naming it --------------------------------------------------------
