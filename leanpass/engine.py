@@ -30,34 +30,37 @@ def reverse_pass(
     The inputs are the leaves (nodes with no VJP) and a transform's inputs that are linked to
     an outer graph (``identity`` nodes whose parent is not differentiated by this pass).
     """
-    pending: dict[int, tuple[Tensor, Any]] = {}  # seq -> (node, cotangent so far)
-    heap: list[int] = []  # -seq of each pending node: pops the newest first
+    nodes: dict[int, Tensor] = {}  # seq -> node waiting for its VJP
+    grads: dict[int, Any] = {}  # seq -> its cotangent so far
+    heap: list[int] = []  # -seq of each waiting node: pops the newest first
     for root, seed in zip(roots, seeds):
         s = root._seq
-        if s in pending:
-            pending[s] = (root, pending[s][1] + seed)
+        if s in grads:
+            grads[s] = grads[s] + seed
         else:
-            pending[s] = (root, seed)
+            nodes[s] = root
+            grads[s] = seed
             heappush(heap, -s)
     leaves: dict[int, tuple[Tensor, Any]] = {}
     while heap:
         s = -heappop(heap)
-        node, g = entry = pending.pop(s)
+        node = nodes.pop(s)
+        g = grads.pop(s)
         vjp = node._vjp
         if vjp is None or (vjp is _pass_through and not node._parents[0]._trace & mask):
-            leaves[s] = entry
+            leaves[s] = (node, g)
             continue
         cts = _replay(node, g, mask) if create_graph else vjp(g)
         for p, c in zip(node._parents, cts):
             if c is None or type(p) is not Tensor or not p._trace & mask:
-                continue
+                continue  # a constant, or an input this pass does not differentiate
             ps = p._seq
-            e = pending.get(ps)
-            if e is None:
-                pending[ps] = (p, c)
-                heappush(heap, -ps)
+            if ps in grads:
+                grads[ps] = grads[ps] + c
             else:
-                pending[ps] = (p, e[1] + c)
+                nodes[ps] = p
+                grads[ps] = c
+                heappush(heap, -ps)
     return leaves
 
 
@@ -105,7 +108,9 @@ def _seed(t: Tensor, cotangent: Any) -> Any:
                 f"cotangent of that shape: t.backward(np.ones({np.shape(data)}))."
             )
         return np.ones_like(data)
-    g = cotangent._data if type(cotangent) is Tensor else np.asarray(cotangent, dtype=t.dtype)
+    # A copy: the gradient may be this very array (add passes it through), and it must not
+    # change when the caller reuses their buffer, nor lock it read-only.
+    g = np.array(cotangent._data if type(cotangent) is Tensor else cotangent, dtype=t.dtype)
     if np.shape(g) != np.shape(data):
         raise ValueError(
             f"backward(cotangent): the cotangent has shape {np.shape(g)} but the Tensor has "

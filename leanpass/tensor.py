@@ -30,9 +30,111 @@ _mask_get = _grad_mask.get
 _next_seq = itertools.count(1).__next__  # creation order: the reverse pass runs in its reverse
 _new = object.__new__
 _PLAIN = (int, float, np.ndarray, np.generic)
-_NEED = ((False, False), (True, False), (False, True), (True, True))
+_NEITHER, _FIRST, _SECOND, _BOTH = (False, False), (True, False), (False, True), (True, True)
+# How many no_grad() blocks have ever been entered, in any thread: while 0, the recorders skip
+# reading the context variable (the common case). The variable stays the source of truth.
+_no_grad_entered = 0
 
 ArrayLike = Any  # a Tensor, NumPy array, nested list or Python number
+
+
+def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Callable[[Any, Any], Tensor]:
+    """The recorder of a two-input op, used as an operator method (``__mul__ = _binary_op(F.mul, "*")``).
+
+    It runs ``fn`` on the raw values and records the node. This is the hot path: everything
+    is inline, and nothing is recorded when no input requires grad.
+    """
+
+    def record(self: Any, other: Any) -> Tensor:
+        if reflected:
+            a = other
+            b = self
+        else:
+            a = self
+            b = other
+        ta = tb = 0
+        if type(a) is Tensor:
+            ad = a._data
+            ta = a._trace
+        elif type(a) is float or type(a) is int:
+            ad = a
+        else:
+            ad = _plain(a, name)
+        if type(b) is Tensor:
+            bd = b._data
+            tb = b._trace
+        elif type(b) is float or type(b) is int:
+            bd = b
+        else:
+            bd = _plain(b, name)
+        if ta:
+            need = _BOTH if tb else _FIRST
+        else:
+            need = _SECOND if tb else _NEITHER
+        trace = ta | tb
+        if trace and _no_grad_entered:
+            trace &= _mask_get()
+        try:
+            out, vjp = fn(ad, bd, need)
+        except ValueError as e:
+            raise _shape_error(name, ad, bd, e) from None
+        node: Any = _new(_Building)
+        node._data = out
+        node._grad = None
+        if trace:
+            node._trace = trace
+            node._op = name
+            node._parents = (a, b)
+            node._vjp = vjp
+            node._seq = _next_seq()
+        else:
+            node._trace = 0
+            node._op = "leaf"
+            node._parents = ()
+            node._vjp = None
+            node._seq = 0
+        node.__class__ = Tensor
+        return node
+
+    record.__name__ = f"{'reflected ' if reflected else ''}{name}"
+    record.__doc__ = f"``{'other ' + name + ' self' if reflected else 'self ' + name + ' other'}`` (op {name!r})."
+    return record
+
+
+def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
+    """The recorder of a one-input op without parameters, used as a method (``relu = _unary_op(F.relu, "relu")``)."""
+
+    def record(x: Any) -> Tensor:
+        if type(x) is Tensor:
+            xd = x._data
+            trace = x._trace
+        else:
+            xd = _plain(x, name)
+            trace = 0
+        out, vjp = fn(xd)
+        if trace and _no_grad_entered:
+            trace &= _mask_get()
+        node: Any = _new(_Building)
+        node._data = out
+        node._grad = None
+        if trace:
+            node._trace = trace
+            node._op = name
+            node._parents = (x,)
+            node._vjp = vjp
+            node._seq = _next_seq()
+        else:
+            node._trace = 0
+            node._op = "leaf"
+            node._parents = ()
+            node._vjp = None
+            node._seq = 0
+        node.__class__ = Tensor
+        return node
+
+    record.__name__ = name
+    record.__doc__ = f"{fn.__doc__.splitlines()[0] if fn.__doc__ else name} (op {name!r}; see leanpass.{name})."
+    return record
 
 
 @dataclass(frozen=True, eq=False, init=False, repr=False)
@@ -49,12 +151,15 @@ class Tensor:
     Tensor([4., 6.])
     """
 
+    # Slots, not a __dict__: a graph node is then one small object for the garbage collector.
+    __slots__ = ("_data", "_trace", "_op", "_parents", "_vjp", "_seq", "_grad", "__weakref__")
     _data: Any
-    _trace: int = 0
-    _op: str = "leaf"
-    _parents: tuple[Any, ...] = ()
-    _vjp: Callable[[Any], tuple[Any, ...]] | None = None
-    _seq: int = 0
+    _trace: int
+    _op: str
+    _parents: tuple[Any, ...]
+    _vjp: Callable[[Any], tuple[Any, ...]] | None
+    _seq: int
+    _grad: Tensor | None
 
     def __init__(self, data: ArrayLike, requires_grad: bool = False, dtype: Any = None) -> None:
         try:
@@ -75,10 +180,7 @@ class Tensor:
                 "Pass float data (e.g. Tensor([1.0, 2.0])) or dtype=np.float64 / np.float32."
             )
         arr.flags.writeable = False
-        d = self.__dict__
-        d["_data"] = arr
-        d["_trace"] = 1 if requires_grad else 0
-        d["_seq"] = _next_seq()
+        _fill(self, arr, 1 if requires_grad else 0, "leaf", (), None, _next_seq())
 
     # ----- what a user reads -------------------------------------------------------------
     @property
@@ -117,13 +219,13 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """The gradient ``backward()`` accumulated here (None until then); clear it with ``t.grad = None``."""
-        return self.__dict__.get("_grad")
+        return self._grad
 
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
         if value is not None and type(value) is not Tensor:
             raise TypeError(f".grad must be a Tensor or None, not {type(value).__name__}")
-        self.__dict__["_grad"] = value
+        object.__setattr__(self, "_grad", value)
 
     @property
     def requires_grad(self) -> bool:
@@ -157,6 +259,16 @@ class Tensor:
 
     def __len__(self) -> int:
         return len(self._data)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copy, deepcopy and pickle give a new leaf with the same values (the graph is not copied)
+        return (Tensor, (np.asarray(self._data), self.requires_grad))
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d Tensor; use .item() for its value")
+        for i in range(len(self._data)):
+            yield self[i]
 
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self._data), separator=", ", prefix="Tensor(")
@@ -219,44 +331,27 @@ class Tensor:
         )
 
     # ----- operators --------------------------------------------------------------------------
-    def __add__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.add, "+", self, other)
-
-    def __radd__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.add, "+", other, self)
-
-    def __sub__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.sub, "-", self, other)
-
-    def __rsub__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.sub, "-", other, self)
-
-    def __mul__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.mul, "*", self, other)
-
-    def __rmul__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.mul, "*", other, self)
-
-    def __truediv__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.div, "/", self, other)
-
-    def __rtruediv__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.div, "/", other, self)
-
-    def __pow__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.power, "**", self, other)
-
-    def __rpow__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.power, "**", other, self)
-
-    def __matmul__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.matmul, "@", self, other)
-
-    def __rmatmul__(self, other: ArrayLike) -> Tensor:
-        return _binary(F.matmul, "@", other, self)
-
-    def __neg__(self) -> Tensor:
-        return _unary(F.neg, "neg", self)
+    __add__ = _binary_op(F.add, "+")
+    __radd__ = _binary_op(F.add, "+", reflected=True)
+    __sub__ = _binary_op(F.sub, "-")
+    __rsub__ = _binary_op(F.sub, "-", reflected=True)
+    __mul__ = _binary_op(F.mul, "*")
+    __rmul__ = _binary_op(F.mul, "*", reflected=True)
+    __truediv__ = _binary_op(F.div, "/")
+    __rtruediv__ = _binary_op(F.div, "/", reflected=True)
+    __pow__ = _binary_op(F.power, "**")
+    __rpow__ = _binary_op(F.power, "**", reflected=True)
+    __matmul__ = _binary_op(F.matmul, "@")
+    __rmatmul__ = _binary_op(F.matmul, "@", reflected=True)
+    matmul = _binary_op(F.matmul, "@")
+    __neg__ = _unary_op(F.neg, "neg")
+    relu = _unary_op(F.relu, "relu")
+    exp = _unary_op(F.exp, "exp")
+    log = _unary_op(F.log, "log")
+    sigmoid = _unary_op(F.sigmoid, "sigmoid")
+    tanh = _unary_op(F.tanh, "tanh")
+    sqrt = _unary_op(F.sqrt, "sqrt")
+    abs = _unary_op(F.abs, "abs")
 
     def __pos__(self) -> Tensor:
         return self
@@ -287,10 +382,6 @@ class Tensor:
         return self._data >= _value(other)
 
     # ----- methods (each is the function of the same name in leanpass) -----------------------
-    def matmul(self, other: ArrayLike) -> Tensor:
-        """``self @ other`` (see ``leanpass.matmul``)."""
-        return _binary(F.matmul, "@", self, other)
-
     def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         """Sum over ``axis`` (all axes when None); see ``leanpass.sum``."""
         return _unary(F.sum, "sum", self, axis, keepdims)
@@ -315,34 +406,6 @@ class Tensor:
         """Standard deviation over ``axis``; see ``leanpass.std``."""
         return _unary(F.std, "std", self, axis, ddof, keepdims)
 
-    def relu(self) -> Tensor:
-        """``max(self, 0)``; see ``leanpass.relu``."""
-        return _unary(F.relu, "relu", self)
-
-    def exp(self) -> Tensor:
-        """``exp(self)``; see ``leanpass.exp``."""
-        return _unary(F.exp, "exp", self)
-
-    def log(self) -> Tensor:
-        """Natural log (nan below 0, -inf at 0); see ``leanpass.log``."""
-        return _unary(F.log, "log", self)
-
-    def sigmoid(self) -> Tensor:
-        """Stable logistic sigmoid; see ``leanpass.sigmoid``."""
-        return _unary(F.sigmoid, "sigmoid", self)
-
-    def tanh(self) -> Tensor:
-        """Hyperbolic tangent; see ``leanpass.tanh``."""
-        return _unary(F.tanh, "tanh", self)
-
-    def sqrt(self) -> Tensor:
-        """Square root; see ``leanpass.sqrt``."""
-        return _unary(F.sqrt, "sqrt", self)
-
-    def abs(self) -> Tensor:
-        """Absolute value; see ``leanpass.abs``."""
-        return _unary(F.abs, "abs", self)
-
     def clip(self, lo: Any = None, hi: Any = None) -> Tensor:
         """Clamp to ``[lo, hi]``; see ``leanpass.clip``."""
         return _unary(F.clip, "clip", self, lo, hi)
@@ -350,6 +413,16 @@ class Tensor:
     def reshape(self, *shape: Any) -> Tensor:
         """Reshape (``t.reshape(2, -1)`` or ``t.reshape((2, -1))``); see ``leanpass.reshape``."""
         return _unary(F.reshape, "reshape", self, _shape_arg(shape))
+
+    def take(self, indices: Any, axis: int | None = None) -> Tensor:
+        """Elements (or slices along ``axis``) at ``indices``; see ``leanpass.take``."""
+        from .ops import take
+
+        return take(self, indices, axis)
+
+    def ravel(self) -> Tensor:
+        """All elements as one axis (same as ``flatten``)."""
+        return _unary(F.reshape, "reshape", self, (-1,))
 
     def flatten(self) -> Tensor:
         """All elements as one axis; see ``leanpass.flatten``."""
@@ -399,23 +472,49 @@ def _setattr(self: Tensor, name: str, value: Any) -> None:
 Tensor.__setattr__ = _setattr  # type: ignore[method-assign, assignment]
 
 
+class _Building(Tensor):
+    """A Tensor under construction: its slots are written directly (no frozen ``__setattr__``),
+    then its class becomes ``Tensor``. Same layout, so the switch is allowed and cheap."""
+
+    __slots__ = ()
+    # Both, so that CPython uses its C attribute setter directly (the slot serves set and delete).
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
+
+
+def _fill(t: Any, data: Any, trace: int, op: str, parents: tuple[Any, ...], vjp: Any, seq: int) -> None:
+    """Write every slot of a new Tensor (used off the hot path; the recorders inline it)."""
+    for name, value in (("_data", data), ("_trace", trace), ("_op", op), ("_parents", parents),
+                        ("_vjp", vjp), ("_seq", seq), ("_grad", None)):
+        object.__setattr__(t, name, value)
+
+
 # ----- recording ------------------------------------------------------------------------------
 def _const(out: Any) -> Tensor:
     """A Tensor that records nothing (a constant, or any result computed under no_grad)."""
-    t = _new(Tensor)
-    t.__dict__["_data"] = out
+    t: Any = _new(_Building)
+    t._data = out
+    t._trace = 0
+    t._op = "leaf"
+    t._parents = ()
+    t._vjp = None
+    t._seq = 0
+    t._grad = None
+    t.__class__ = Tensor
     return t
 
 
 def _node(out: Any, trace: int, name: str, parents: tuple[Any, ...], vjp: Any) -> Tensor:
-    t = _new(Tensor)
-    d = t.__dict__
-    d["_data"] = out
-    d["_trace"] = trace
-    d["_op"] = name
-    d["_parents"] = parents
-    d["_vjp"] = vjp
-    d["_seq"] = _next_seq()
+    """A recorded Tensor: ``out`` made by op ``name`` from ``parents``, pulled back by ``vjp``."""
+    t: Any = _new(_Building)
+    t._data = out
+    t._trace = trace
+    t._op = name
+    t._parents = parents
+    t._vjp = vjp
+    t._seq = _next_seq()
+    t._grad = None
+    t.__class__ = Tensor
     return t
 
 
@@ -430,32 +529,14 @@ def _plain(v: Any, name: str) -> Any:
 
 
 def _binary(fn: Callable[..., Any], name: str, a: Any, b: Any) -> Tensor:
-    """Record a two-input op. ``a`` or ``b`` may be a constant (array or Python number)."""
-    if type(a) is Tensor:
-        ad, ta = a._data, a._trace
-    else:
-        ad, ta = _plain(a, name), 0
-    if type(b) is Tensor:
-        bd, tb = b._data, b._trace
-    else:
-        bd, tb = _plain(b, name), 0
-    trace = ta | tb
-    if trace:
-        trace &= _mask_get()
-    try:
-        out, vjp = fn(ad, bd, _NEED[(ta != 0) + 2 * (tb != 0)])
-    except ValueError as e:
-        raise _shape_error(name, ad, bd, e) from None
-    node = _new(Tensor)
-    d = node.__dict__
-    d["_data"] = out
-    if trace:  # _node, inlined: this is the hot path
-        d["_trace"] = trace
-        d["_op"] = name
-        d["_parents"] = (a, b)
-        d["_vjp"] = vjp
-        d["_seq"] = _next_seq()
-    return node
+    """Record the two-input op ``fn`` (called ``name``) on ``a`` and ``b``."""
+    record = _BINARY_RECORDERS.get(name)
+    if record is None:
+        record = _BINARY_RECORDERS[name] = _binary_op(fn, name)
+    return record(a, b)
+
+
+_BINARY_RECORDERS: dict[str, Callable[[Any, Any], Tensor]] = {}
 
 
 def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
@@ -465,24 +546,33 @@ def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
     else:
         xd, trace = _plain(x, name), 0
     out, vjp = fn(xd, *params)
-    if trace:
+    if trace and _no_grad_entered:
         trace &= _mask_get()
-    node = _new(Tensor)
-    d = node.__dict__
-    d["_data"] = out
-    if trace:  # _node, inlined: this is the hot path
-        d["_trace"] = trace
-        d["_op"] = name
-        d["_parents"] = (x, *params)
-        d["_vjp"] = vjp
-        d["_seq"] = _next_seq()
+    node: Any = _new(_Building)  # _node / _const, inlined: this is the hot path
+    node._data = out
+    node._grad = None
+    if trace:
+        node._trace = trace
+        node._op = name
+        node._parents = (x, *params)
+        node._vjp = vjp
+        node._seq = _next_seq()
+    else:
+        node._trace = 0
+        node._op = "leaf"
+        node._parents = ()
+        node._vjp = None
+        node._seq = 0
+    node.__class__ = Tensor
     return node
 
 
 def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
     """Record any op: ``fn(*raw_args) -> (out, vjp)``, with Tensors anywhere among ``args``.
 
-    This is how to record an op of your own (see docs/operations.md):
+    This is how to record an op of your own (see docs/operations.md). ``name`` becomes the
+    node's ``_op`` and is registered in ``functional.OPS`` so that higher-order passes can
+    replay ``fn`` on Tensors: give each op a name of its own.
 
     >>> from leanpass import functional as F
     >>> x = Tensor([1.0, 2.0], requires_grad=True)
@@ -497,8 +587,15 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
             raw.append(a._data)
         else:
             raw.append(a)
-    if trace:
+    if trace and _no_grad_entered:
         trace &= _mask_get()
+    known = F.OPS.setdefault(name, fn)  # so that a differentiable backward pass can replay it
+    if known is not fn and known.__module__.startswith("leanpass.functional"):
+        raise ValueError(
+            f"apply: {name!r} is the name of a built-in op; give your op a name of its own "
+            "(the name is how a higher-order backward pass finds the function again)."
+        )
+    F.OPS[name] = fn
     if name in F.TAKES_NEED:
         need = tuple(type(a) is Tensor and a._trace != 0 for a in args)
         out, vjp = fn(*raw, need=need)
@@ -552,6 +649,8 @@ def no_grad() -> Iterator[None]:
     >>> y.requires_grad
     False
     """
+    global _no_grad_entered
+    _no_grad_entered = 1  # from now on the recorders consult the context variable
     token = _grad_mask.set(0)
     try:
         yield

@@ -21,7 +21,7 @@ import numpy as np
 
 from .engine import reverse_pass
 from .functional.unary import _pass_through
-from .tensor import Tensor, _const, _grad_enabled, _mask_get, _new, _next_seq, _node
+from .tensor import Tensor, _const, _fill, _grad_enabled, _mask_get, _new, _next_seq, _node
 from .tree import tree_flatten, tree_map, tree_unflatten
 
 _depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
@@ -38,10 +38,7 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
         data = x.view() if isinstance(x, np.ndarray) else np.asarray(x)
     _check_float(data, where)
     t = _new(Tensor)
-    d = t.__dict__
-    d["_data"] = data
-    d["_trace"] = bit
-    d["_seq"] = _next_seq()
+    _fill(t, data, bit, "leaf", (), None, _next_seq())
     return t
 
 
@@ -125,6 +122,18 @@ class _Traced:
         return tree if self.nested else _detach_tree(tree)
 
 
+def _split_aux(out: Any, has_aux: bool, where: str) -> tuple[Any, Any]:
+    """``(value, aux)`` of a function's output; aux is None without ``has_aux``."""
+    if not has_aux:
+        return out, None
+    if not (type(out) is tuple and len(out) == 2):
+        raise TypeError(
+            f"{where}(has_aux=True): the function must return a pair (value, aux), but it returned "
+            f"{type(out).__name__}{' of length ' + str(len(out)) if isinstance(out, (tuple, list)) else ''}."
+        )
+    return out[0], out[1]
+
+
 def value_and_grad(
     f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False
 ) -> Callable[..., Any]:
@@ -140,9 +149,7 @@ def value_and_grad(
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         tr = _Traced(f, args, kwargs, argnums, "grad")
-        out, aux = tr.out if has_aux else (tr.out, None)
-        if has_aux and not (isinstance(tr.out, tuple) and len(tr.out) == 2):
-            raise TypeError("grad(has_aux=True): the function must return a pair (value, aux)")
+        out, aux = _split_aux(tr.out, has_aux, "grad")
         if type(out) is not Tensor:
             if not isinstance(out, (int, float, np.ndarray, np.generic)):
                 raise TypeError(
@@ -198,7 +205,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     (array([ 2., 20.]),)
     """
     tr = _Traced(f, primals, {}, tuple(range(len(primals))), "vjp")
-    out, aux = tr.out if has_aux else (tr.out, None)
+    out, aux = _split_aux(tr.out, has_aux, "vjp")
     out_leaves, out_def = tree_flatten(out)
 
     def vjp_fn(cotangent: Any) -> Any:
@@ -210,7 +217,8 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             )
         seeds = []
         for o, c in zip(out_leaves, ct_leaves):
-            c_arr = c if type(c) is Tensor else np.asarray(c, dtype=np.result_type(o))
+            # A copy (a Tensor is immutable already): a gradient may be this very array.
+            c_arr = c if type(c) is Tensor else np.array(c, dtype=np.result_type(o))
             if np.shape(c_arr) != np.shape(o):
                 raise ValueError(
                     f"vjp_fn: cotangent shape {np.shape(c_arr)} does not match the output "

@@ -4,12 +4,16 @@ Every op takes raw arrays (or Python numbers) and returns ``(ans, vjp)``; ``vjp(
 cotangent per input, ``None`` where ``need`` says that input's gradient is not wanted. The Tensor
 layer passes ``need`` so that, for example, a batch of data never costs a gradient.
 
-The rules use only NumPy functions and operators, so the same code runs on Tensors when a
-differentiable (higher-order) backward pass replays it.
+Each rule sits right under its op as ``_<op>_vjp(saved..., g)``, and the op returns it as
+``functools.partial(rule, saved...)``: one small object per graph node, cheaper for the garbage
+collector than a closure and its cells. The rules use only NumPy functions and operators, so
+the same code runs on Tensors when a differentiable (higher-order) backward pass replays it.
 """
 
 from __future__ import annotations
 
+import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,94 +21,104 @@ import numpy as np
 from ._broadcast import unbroadcast
 
 BOTH = (True, True)
+Need = tuple[bool, bool]
 
 
-def add(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+def add(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x + y``. The cotangent passes unchanged to both inputs (summed where broadcast).
 
     >>> ans, vjp = add(np.array([1.0, 2.0]), 10.0)
     >>> ans, vjp(np.ones(2))[0]
     (array([11., 12.]), array([1., 1.]))
     """
-
-    def vjp(g: Any) -> tuple[Any, Any]:
-        return (unbroadcast(g, x) if need[0] else None, unbroadcast(g, y) if need[1] else None)
-
-    return x + y, vjp
+    return x + y, partial(_add_vjp, x, y, need)
 
 
-def sub(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+def _add_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    return (unbroadcast(g, x) if need[0] else None, unbroadcast(g, y) if need[1] else None)
+
+
+def sub(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x - y``. The cotangent passes unchanged to ``x`` and negated to ``y``.
 
     >>> ans, vjp = sub(np.array([1.0, 2.0]), np.array([3.0, 5.0]))
     >>> ans, vjp(np.ones(2))[1]
     (array([-2., -3.]), array([-1., -1.]))
     """
-
-    def vjp(g: Any) -> tuple[Any, Any]:
-        return (unbroadcast(g, x) if need[0] else None, unbroadcast(-g, y) if need[1] else None)
-
-    return x - y, vjp
+    return x - y, partial(_sub_vjp, x, y, need)
 
 
-def mul(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+def _sub_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    return (unbroadcast(g, x) if need[0] else None, unbroadcast(-g, y) if need[1] else None)
+
+
+def mul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x * y``. Each input's cotangent is ``g`` times the other input.
 
     >>> ans, vjp = mul(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     >>> vjp(np.ones(2))
     (array([3., 4.]), array([1., 2.]))
     """
-
-    def vjp(g: Any) -> tuple[Any, Any]:
-        return (
-            unbroadcast(g * y, x) if need[0] else None,
-            unbroadcast(g * x, y) if need[1] else None,
-        )
-
-    return x * y, vjp
+    return x * y, partial(_mul_vjp, x, y, need)
 
 
-def div(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+def _mul_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    return (unbroadcast(g * y, x) if need[0] else None, unbroadcast(g * x, y) if need[1] else None)
+
+
+def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x / y``. Cotangents ``g / y`` and ``-g * x / y**2``.
 
     >>> ans, vjp = div(np.array([1.0]), np.array([2.0]))
     >>> vjp(np.ones(1))
     (array([0.5]), array([-0.25]))
     """
-
-    def vjp(g: Any) -> tuple[Any, Any]:
-        return (
-            unbroadcast(g / y, x) if need[0] else None,
-            unbroadcast(-g * x / (y * y), y) if need[1] else None,
-        )
-
-    return x / y, vjp
+    return x / y, partial(_div_vjp, x, y, need)
 
 
-def power(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+def _div_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    return (
+        unbroadcast(g / y, x) if need[0] else None,
+        unbroadcast(-g * x / (y * y), y) if need[1] else None,
+    )
+
+
+def power(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x ** y`` for any real exponent. Cotangents ``g * y * x**(y-1)`` and ``g * ans * log(x)``.
 
-    The exponent's cotangent is taken as 0 where ``x <= 0`` (where ``log(x)`` has no real value).
+    The base's cotangent is 0 where ``y == 0`` (``x**0`` is the constant 1, even at ``x = 0``);
+    the exponent's is 0 where ``x <= 0`` (where ``log(x)`` has no real value).
 
     >>> ans, vjp = power(np.array([2.0, 3.0]), 2)
     >>> ans, vjp(np.ones(2))[0]
     (array([4., 9.]), array([4., 6.]))
     """
-    ans = x**y
-
-    def vjp(g: Any) -> tuple[Any, Any]:
-        gx = gy = None
-        if need[0]:
-            gx = unbroadcast(g * y * x ** (y - 1), x)
-        if need[1]:
-            safe = np.where(x > 0, x, 1)
-            gy = unbroadcast(g * ans * np.log(safe), y)
-        return gx, gy
-
-    return ans, vjp
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ans = x**y
+    return ans, partial(_power_vjp, x, y, ans, need)
 
 
-def matmul(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+def _power_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    gx = gy = None
+    if need[0]:
+        if np.ndim(y) == 0 and y == 0:  # x**0 is constant: no x**-1 (inf at 0) anywhere
+            gx = unbroadcast(np.zeros_like(g), x)
+        else:
+            zero = y == 0
+            base = np.where(zero, 1, x) if np.any(zero) else x  # elementwise, the same
+            with np.errstate(divide="ignore", invalid="ignore"):
+                slope = y * base ** (y - 1)
+            gx = unbroadcast(g * np.where(zero, 0, slope) if np.any(zero) else g * slope, x)
+    if need[1]:
+        if isinstance(x, (int, float)):  # a Python number stays weakly typed (float32 stays float32)
+            log_x: Any = math.log(x) if x > 0 else 0.0
+        else:
+            log_x = np.log(np.where(x > 0, x, 1))
+        gy = unbroadcast(g * ans * log_x, y)
+    return gx, gy
+
+
+def matmul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x @ y`` with NumPy's semantics: 1-D vectors, 2-D matrices and batched N-D stacks.
 
     The cotangents are ``g @ y.T`` and ``x.T @ g`` (last two axes swapped), with a 1-D operand
@@ -119,25 +133,25 @@ def matmul(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
         ans = x @ y
     except ValueError:
         raise ValueError(_matmul_message(np.shape(x), np.shape(y))) from None
+    return ans, partial(_matmul_vjp, x, y, need)
 
-    def vjp(g: Any) -> tuple[Any, Any]:
-        xnd, ynd = x.ndim, y.ndim
-        if xnd == 2 and ynd == 2:  # the common case, kept short
-            return (g @ y.T if need[0] else None, x.T @ g if need[1] else None)
-        if xnd == 1 and ynd == 1:
-            return (g * y if need[0] else None, g * x if need[1] else None)
-        x2 = x.reshape((1,) + x.shape) if xnd == 1 else x
-        y2 = y.reshape(y.shape + (1,)) if ynd == 1 else y
-        g2 = g.reshape(g.shape[:-1] + (1,) + g.shape[-1:]) if xnd == 1 else g
-        g2 = g2.reshape(g2.shape + (1,)) if ynd == 1 else g2
-        gx = gy = None
-        if need[0]:
-            gx = unbroadcast(g2 @ np.swapaxes(y2, -1, -2), x2).reshape(x.shape)
-        if need[1]:
-            gy = unbroadcast(np.swapaxes(x2, -1, -2) @ g2, y2).reshape(y.shape)
-        return gx, gy
 
-    return ans, vjp
+def _matmul_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    xnd, ynd = x.ndim, y.ndim
+    if xnd == 2 and ynd == 2:  # the common case, kept short
+        return (g @ y.T if need[0] else None, x.T @ g if need[1] else None)
+    if xnd == 1 and ynd == 1:
+        return (g * y if need[0] else None, g * x if need[1] else None)
+    x2 = x.reshape((1,) + x.shape) if xnd == 1 else x
+    y2 = y.reshape(y.shape + (1,)) if ynd == 1 else y
+    g2 = g.reshape(g.shape[:-1] + (1,) + g.shape[-1:]) if xnd == 1 else g
+    g2 = g2.reshape(g2.shape + (1,)) if ynd == 1 else g2
+    gx = gy = None
+    if need[0]:
+        gx = unbroadcast(g2 @ np.swapaxes(y2, -1, -2), x2).reshape(x.shape)
+    if need[1]:
+        gy = unbroadcast(np.swapaxes(x2, -1, -2) @ g2, y2).reshape(y.shape)
+    return gx, gy
 
 
 def _matmul_message(xs: tuple[int, ...], ys: tuple[int, ...]) -> str:
@@ -153,7 +167,7 @@ def _matmul_message(xs: tuple[int, ...], ys: tuple[int, ...]) -> str:
     return f"matmul: batch axes of {xs} @ {ys} do not broadcast together"
 
 
-def maximum(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+def maximum(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """Elementwise maximum. The cotangent goes to the larger input; ties split it evenly.
 
     >>> ans, vjp = maximum(np.array([1.0, 5.0, 2.0]), np.array([3.0, 4.0, 2.0]))
@@ -161,10 +175,10 @@ def maximum(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
     (array([0. , 1. , 0.5]), array([1. , 0. , 0.5]))
     """
     ans = np.maximum(x, y)
-    return ans, _select_vjp(x, y, ans, need)
+    return ans, partial(_select_vjp, x, y, ans, need)
 
 
-def minimum(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+def minimum(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """Elementwise minimum. The cotangent goes to the smaller input; ties split it evenly.
 
     >>> ans, vjp = minimum(np.array([1.0, 5.0]), np.array([3.0, 4.0]))
@@ -172,25 +186,21 @@ def minimum(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
     (array([1., 0.]), array([0., 1.]))
     """
     ans = np.minimum(x, y)
-    return ans, _select_vjp(x, y, ans, need)
+    return ans, partial(_select_vjp, x, y, ans, need)
 
 
-def _select_vjp(x: Any, y: Any, ans: Any, need: tuple[bool, bool]) -> Any:
-    """Shared rule of maximum and minimum: weight 1 for the chosen input, 1/2 each on a tie."""
-
-    def vjp(g: Any) -> tuple[Any, Any]:
-        wx = np.asarray(x == ans, dtype=g.dtype)
-        wy = np.asarray(y == ans, dtype=g.dtype)
-        total = wx + wy
-        return (
-            unbroadcast(g * (wx / total), x) if need[0] else None,
-            unbroadcast(g * (wy / total), y) if need[1] else None,
-        )
-
-    return vjp
+def _select_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    """Rule of maximum and minimum: weight 1 for the chosen input, 1/2 each on a tie."""
+    wx = np.asarray(x == ans, dtype=g.dtype)
+    wy = np.asarray(y == ans, dtype=g.dtype)
+    total = wx + wy
+    return (
+        unbroadcast(g * (wx / total), x) if need[0] else None,
+        unbroadcast(g * (wy / total), y) if need[1] else None,
+    )
 
 
-def logaddexp(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
+def logaddexp(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``log(exp(x) + exp(y))`` without overflow. Cotangents ``g * exp(x - ans)``, ``g * exp(y - ans)``.
 
     >>> ans, vjp = logaddexp(np.array([0.0]), np.array([0.0]))
@@ -198,14 +208,14 @@ def logaddexp(x: Any, y: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]
     (array([0.5]), array([0.5]))
     """
     ans = np.logaddexp(x, y)
+    return ans, partial(_logaddexp_vjp, x, y, ans, need)
 
-    def vjp(g: Any) -> tuple[Any, Any]:
-        with np.errstate(invalid="ignore"):
-            wx = np.where(ans == -np.inf, 0.5, np.exp(x - ans))
-            wy = np.where(ans == -np.inf, 0.5, np.exp(y - ans))
-        return (
-            unbroadcast(g * wx, x) if need[0] else None,
-            unbroadcast(g * wy, y) if need[1] else None,
-        )
 
-    return ans, vjp
+def _logaddexp_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    with np.errstate(invalid="ignore"):  # both -inf: split evenly instead of nan
+        wx = np.where(ans == -np.inf, 0.5, np.exp(x - ans))
+        wy = np.where(ans == -np.inf, 0.5, np.exp(y - ans))
+    return (
+        unbroadcast(g * wx, x) if need[0] else None,
+        unbroadcast(g * wy, y) if need[1] else None,
+    )

@@ -1,14 +1,20 @@
 """Elementwise operations of one input. Each returns ``(ans, vjp)`` with ``vjp(g) -> (gx,)``.
 
+As in ``binary.py``, each rule is a module-level ``_<op>_vjp(saved..., g)`` right under its op,
+returned as ``functools.partial(rule, saved...)``.
+
 The rules use only NumPy functions and operators on ``x``, ``ans`` and ``g``, so a
 differentiable backward pass can replay them on Tensors.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
+
+from ._broadcast import unbroadcast
 
 
 def identity(x: Any) -> tuple[Any, Any]:
@@ -30,7 +36,11 @@ def neg(x: Any) -> tuple[Any, Any]:
     >>> neg(np.array([1.0, -2.0]))[0]
     array([-1.,  2.])
     """
-    return -x, lambda g: (-g,)
+    return -x, _neg_vjp
+
+
+def _neg_vjp(g: Any) -> tuple[Any]:
+    return (-g,)
 
 
 def exp(x: Any) -> tuple[Any, Any]:
@@ -40,7 +50,11 @@ def exp(x: Any) -> tuple[Any, Any]:
     (array([2.]),)
     """
     ans = np.exp(x)
-    return ans, lambda g: (g * ans,)
+    return ans, partial(_exp_vjp, ans)
+
+
+def _exp_vjp(ans: Any, g: Any) -> tuple[Any]:
+    return (g * ans,)
 
 
 def log(x: Any) -> tuple[Any, Any]:
@@ -51,12 +65,12 @@ def log(x: Any) -> tuple[Any, Any]:
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         ans = np.log(x)
+    return ans, partial(_log_vjp, x)
 
-    def vjp(g: Any) -> tuple[Any]:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (g / x,)
 
-    return ans, vjp
+def _log_vjp(x: Any, g: Any) -> tuple[Any]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (g / x,)
 
 
 def relu(x: Any) -> tuple[Any, Any]:
@@ -66,7 +80,11 @@ def relu(x: Any) -> tuple[Any, Any]:
     (array([0., 0., 1.]),)
     """
     ans = np.maximum(x, 0.0)
-    return ans, lambda g: (g * np.sign(ans),)
+    return ans, partial(_relu_vjp, ans)
+
+
+def _relu_vjp(ans: Any, g: Any) -> tuple[Any]:
+    return (g * np.sign(ans),)
 
 
 def sigmoid(x: Any) -> tuple[Any, Any]:
@@ -78,7 +96,11 @@ def sigmoid(x: Any) -> tuple[Any, Any]:
     array([0. , 0.5, 1. ])
     """
     ans = np.exp(-np.logaddexp(0, -x))
-    return ans, lambda g: (g * ans * (1 - ans),)
+    return ans, partial(_sigmoid_vjp, ans)
+
+
+def _sigmoid_vjp(ans: Any, g: Any) -> tuple[Any]:
+    return (g * ans * (1 - ans),)
 
 
 def tanh(x: Any) -> tuple[Any, Any]:
@@ -88,7 +110,11 @@ def tanh(x: Any) -> tuple[Any, Any]:
     (array([1.]),)
     """
     ans = np.tanh(x)
-    return ans, lambda g: (g * (1 - ans * ans),)
+    return ans, partial(_tanh_vjp, ans)
+
+
+def _tanh_vjp(ans: Any, g: Any) -> tuple[Any]:
+    return (g * (1 - ans * ans),)
 
 
 def abs(x: Any) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
@@ -97,7 +123,11 @@ def abs(x: Any) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
     >>> abs(np.array([-2.0, 0.0, 3.0]))[1](np.ones(3))
     (array([-1.,  0.,  1.]),)
     """
-    return np.abs(x), lambda g: (g * np.sign(x),)
+    return np.abs(x), partial(_abs_vjp, x)
+
+
+def _abs_vjp(x: Any, g: Any) -> tuple[Any]:
+    return (g * np.sign(x),)
 
 
 def sqrt(x: Any) -> tuple[Any, Any]:
@@ -108,12 +138,12 @@ def sqrt(x: Any) -> tuple[Any, Any]:
     """
     with np.errstate(invalid="ignore"):
         ans = np.sqrt(x)
+    return ans, partial(_sqrt_vjp, ans)
 
-    def vjp(g: Any) -> tuple[Any]:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (g / (2 * ans),)
 
-    return ans, vjp
+def _sqrt_vjp(ans: Any, g: Any) -> tuple[Any]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (g / (2 * ans),)
 
 
 def square(x: Any) -> tuple[Any, Any]:
@@ -122,7 +152,11 @@ def square(x: Any) -> tuple[Any, Any]:
     >>> square(np.array([3.0]))[1](np.ones(1))
     (array([6.]),)
     """
-    return x * x, lambda g: (2 * g * x,)
+    return x * x, partial(_square_vjp, x)
+
+
+def _square_vjp(x: Any, g: Any) -> tuple[Any]:
+    return (2 * g * x,)
 
 
 def sin(x: Any) -> tuple[Any, Any]:
@@ -131,7 +165,11 @@ def sin(x: Any) -> tuple[Any, Any]:
     >>> sin(np.array([0.0]))[1](np.ones(1))
     (array([1.]),)
     """
-    return np.sin(x), lambda g: (g * np.cos(x),)
+    return np.sin(x), partial(_sin_vjp, x)
+
+
+def _sin_vjp(x: Any, g: Any) -> tuple[Any]:
+    return (g * np.cos(x),)
 
 
 def cos(x: Any) -> tuple[Any, Any]:
@@ -140,7 +178,11 @@ def cos(x: Any) -> tuple[Any, Any]:
     >>> cos(np.array([0.0]))[1](np.ones(1))
     (array([-0.]),)
     """
-    return np.cos(x), lambda g: (-g * np.sin(x),)
+    return np.cos(x), partial(_cos_vjp, x)
+
+
+def _cos_vjp(x: Any, g: Any) -> tuple[Any]:
+    return (-g * np.sin(x),)
 
 
 def softplus(x: Any) -> tuple[Any, Any]:
@@ -150,7 +192,11 @@ def softplus(x: Any) -> tuple[Any, Any]:
     (array([0.5]),)
     """
     ans = np.logaddexp(0, x)
-    return ans, lambda g: (g * np.exp(x - ans),)
+    return ans, partial(_softplus_vjp, x, ans)
+
+
+def _softplus_vjp(x: Any, ans: Any, g: Any) -> tuple[Any]:
+    return (g * np.exp(x - ans),)
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> tuple[Any, Any]:
@@ -160,7 +206,11 @@ def leaky_relu(x: Any, negative_slope: float = 0.01) -> tuple[Any, Any]:
     array([-0.2,  3. ])
     """
     slope = np.where(x > 0, 1.0, negative_slope).astype(getattr(x, "dtype", np.float64))
-    return x * slope, lambda g: (g * slope,)
+    return x * slope, partial(_leaky_relu_vjp, slope)
+
+
+def _leaky_relu_vjp(slope: Any, g: Any) -> tuple[Any]:
+    return (g * slope,)
 
 
 _GELU_C = float(np.sqrt(2.0 / np.pi))
@@ -173,13 +223,12 @@ def gelu(x: Any) -> tuple[Any, Any]:
     array([0.    , 0.8412])
     """
     t = np.tanh(_GELU_C * (x + 0.044715 * x * x * x))
-    ans = 0.5 * x * (1 + t)
+    return 0.5 * x * (1 + t), partial(_gelu_vjp, x, t)
 
-    def vjp(g: Any) -> tuple[Any]:
-        dt = (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * x * x)
-        return (g * (0.5 * (1 + t) + 0.5 * x * dt),)
 
-    return ans, vjp
+def _gelu_vjp(x: Any, t: Any, g: Any) -> tuple[Any]:
+    dt = (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * x * x)
+    return (g * (0.5 * (1 + t) + 0.5 * x * dt),)
 
 
 def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
@@ -191,4 +240,8 @@ def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
     (array([0., 1., 0.]),)
     """
     ans = np.clip(x, lo, hi)
-    return ans, lambda g: (g * np.asarray(ans == x, dtype=g.dtype),)
+    return ans, partial(_clip_vjp, x, ans)
+
+
+def _clip_vjp(x: Any, ans: Any, g: Any) -> tuple[Any]:
+    return (unbroadcast(g * np.asarray(ans == x, dtype=g.dtype), x),)

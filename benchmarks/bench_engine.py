@@ -1,0 +1,124 @@
+"""Engine overhead against hand-written NumPy, measured in the same run.
+
+    python benchmarks/bench_engine.py            # all figures
+    python benchmarks/bench_engine.py --quick    # fewer repeats
+
+Figures (issue 2):
+  1. 300 x ``y = relu(y * 0.999 + 0.001)`` on size-4 arrays (900 ops), forward + backward,
+     as a ratio to the same NumPy forward computation without gradients (target <= 4x).
+  2. a chain of 100,000 multiplications, forward + backward (target < 0.5 s), and 1,000,000.
+  3. what ``import leanpass`` adds to ``import numpy`` (target < 20 ms).
+
+The machine is shared and noisy, so the two sides are interleaved and medians are quoted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import leanpass as lp  # noqa: E402
+from leanpass import Tensor  # noqa: E402
+
+X0 = np.random.default_rng(0).random(4)
+
+
+def numpy_forward() -> np.ndarray:
+    y = X0
+    for _ in range(300):
+        y = np.maximum(y * 0.999 + 0.001, 0.0)
+    return y
+
+
+def leanpass_backward() -> Tensor | None:
+    x = Tensor(X0, requires_grad=True)
+    y = x
+    for _ in range(300):
+        y = (y * 0.999 + 0.001).relu()
+    y.sum().backward()
+    return x.grad
+
+
+def leanpass_grad() -> np.ndarray:
+    def f(x: Tensor) -> Tensor:
+        y = x
+        for _ in range(300):
+            y = (y * 0.999 + 0.001).relu()
+        return y.sum()
+
+    return lp.grad(f)(X0)
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each function, the functions run in turn ``repeats`` times."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def chain(n: int) -> tuple[float, float]:
+    """Seconds for the forward and the backward pass of ``n`` multiplications."""
+    x = Tensor(np.ones(2), requires_grad=True)
+    start = time.perf_counter()
+    y = x
+    for _ in range(n):
+        y = y * 1.0000001
+    mid = time.perf_counter()
+    y.sum().backward()
+    end = time.perf_counter()
+    if x.grad is None or not np.allclose(x.grad.numpy(), 1.0000001**n):
+        raise RuntimeError("chain gradient is wrong")
+    return mid - start, end - mid
+
+
+def import_cost(repeats: int) -> float:
+    """Median extra seconds of ``import leanpass`` over ``import numpy`` in a fresh interpreter."""
+    def run(stmt: str) -> float:
+        code = f"import time; t = time.perf_counter(); {stmt}; print(time.perf_counter() - t)"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             cwd=Path(__file__).resolve().parent.parent)
+        return float(out.stdout)
+
+    base = [run("import numpy") for _ in range(repeats)]
+    full = [run("import numpy, leanpass") for _ in range(repeats)]
+    return statistics.median(full) - statistics.median(base)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--skip-million", action="store_true", help="skip the 1,000,000-op chain")
+    args = parser.parse_args()
+    repeats = 40 if args.quick else 200
+
+    m = interleaved({"numpy": numpy_forward, "backward": leanpass_backward, "grad": leanpass_grad}, repeats)
+    print("900-op chain of size-4 arrays (median of %d runs)" % repeats)
+    print(f"  numpy forward            {m['numpy'] * 1e3:8.3f} ms")
+    print(f"  leanpass fwd + backward  {m['backward'] * 1e3:8.3f} ms   ratio {m['backward'] / m['numpy']:.2f}x")
+    print(f"  leanpass grad(f)         {m['grad'] * 1e3:8.3f} ms   ratio {m['grad'] / m['numpy']:.2f}x")
+
+    fwd, bwd = chain(100_000)
+    print(f"100,000-multiplication chain: forward {fwd:.3f} s + backward {bwd:.3f} s = {fwd + bwd:.3f} s")
+    if not args.skip_million:
+        fwd, bwd = chain(1_000_000)
+        print(f"1,000,000-multiplication chain: forward {fwd:.2f} s + backward {bwd:.2f} s = {fwd + bwd:.2f} s")
+
+    cost = import_cost(7 if args.quick else 21)
+    print(f"import leanpass adds {cost * 1e3:.1f} ms to import numpy (median)")
+
+
+if __name__ == "__main__":
+    main()
