@@ -115,6 +115,19 @@ def test_numpy_einsum_dispatches_and_float32() -> None:
     assert all(c.dtype == np.float32 for c in vjp(Tensor(np.ones((2, 4), np.float32)))[1:])
 
 
+def test_need_skips_unwanted_cotangents(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = normal(0, (2, 3)), normal(1, (3, 4))
+    _, vjp = F.einsum("ij,jk->ik", a, b, need=(False, False, True))
+    cts = vjp(np.ones((2, 4)))
+    assert cts[0] is None and cts[1] is None and cts[2].shape == (3, 4)
+    # with einsum among the ops the Tensor layer passes need= to, gradients are unchanged
+    monkeypatch.setattr(F, "TAKES_NEED", F.TAKES_NEED | {"einsum"})
+    g = lp.grad(lambda t: (lp.einsum("ij,jk->ik", a, t) ** 2).sum())(b)
+    np.testing.assert_allclose(g, 2 * a.T @ (a @ b))
+    check_grads(lambda s, t: lp.einsum("ij,jk->ik", s, t) ** 2, [a, b], order=2)
+    check_grads(lambda t: lp.einsum("bi,ij,bj->b", a, t, a @ b), [b], order=2)
+
+
 def test_errors_are_clear() -> None:
     with pytest.raises(ValueError, match="repeated within one input"):
         lp.einsum("ii->i", Tensor(np.ones((2, 2))))

@@ -164,12 +164,14 @@ def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True
     return np.where(cond, x, y), vjp
 
 
-def einsum(subscripts: str, *xs: Any) -> tuple[Any, Any]:
+def einsum(subscripts: str, *xs: Any, need: tuple[bool, ...] | None = None) -> tuple[Any, Any]:
     """Einstein summation, as ``np.einsum``: ``"bqd,bkd->bqk"``, ``"...ij,...jk->...ik"``, ``"ij,jk"``.
 
     Each input's cotangent is itself an einsum of ``g`` with the other inputs; then axes the
     input had as size 1 (broadcast by the others) are summed back, and axes the einsum could
     not fill (letters summed away inside this input alone, or 1 in all the others) are broadcast.
+
+    ``need`` (one flag per input, the subscripts first) skips the cotangents nobody wants.
 
     >>> ans, vjp = einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)))
     >>> ans.shape, vjp(np.ones((2, 4)))[2].shape
@@ -181,6 +183,9 @@ def einsum(subscripts: str, *xs: Any) -> tuple[Any, Any]:
     def vjp(g: Any) -> tuple[Any, ...]:
         cts: list[Any] = [None]
         for i, (sub, x) in enumerate(zip(ins, xs)):
+            if need is not None and not need[i + 1]:
+                cts.append(None)
+                continue
             others = [s for j, s in enumerate(ins) if j != i]
             target = "".join(c for c in sub if c in set(out).union(*others))
             ct = np.einsum(f"{','.join([out, *others])}->{target}", g, *(y for j, y in enumerate(xs) if j != i))
