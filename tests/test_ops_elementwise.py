@@ -230,3 +230,18 @@ def test_clip_with_tensor_bounds_differentiates_the_bounds() -> None:
     assert lo.grad.item() == 1.0 and hi.grad.item() == 1.0
     np.testing.assert_array_equal(value(x.grad), [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(value(lp.clip(Tensor([3.0]), None, Tensor(2.0))), [2.0])
+
+
+def test_clip_with_broadcasting_array_bounds_unbroadcasts_the_cotangent() -> None:
+    x = np.array([1.0])
+    ans, vjp = F.clip(x, np.array([0.0, 2.0]), None)
+    assert ans.shape == (2,) and vjp(np.ones(2))[0].shape == (1,)
+    g = lp.grad(lambda t: lp.clip(t, np.array([0.0, 2.0]), None).sum())(x)
+    np.testing.assert_array_equal(g, [1.0])  # passes in slot 0, clamped in slot 1
+
+
+def test_power_with_a_broadcasting_exponent_containing_zero() -> None:
+    _, vjp = F.power(np.array([2.0]), np.array([0.0, 1.0, 2.0]))
+    assert vjp(np.ones(3))[0].shape == (1,)
+    g = lp.grad(lambda x: (x ** np.array([0.0, 1.0, 2.0])).sum())(np.array([2.0]))
+    np.testing.assert_array_equal(g, [5.0])  # 0 + 1 + 2 * 2

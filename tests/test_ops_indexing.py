@@ -169,3 +169,11 @@ def test_take_float32_and_errors() -> None:
         lp.take(table, [0.5])
     with pytest.raises(np.exceptions.AxisError, match="take: axis 2"):
         lp.take(table, [0], axis=2)
+
+
+def test_take_and_ravel_are_tensor_methods() -> None:
+    t = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    np.testing.assert_array_equal(value(t.take([1, 1], axis=0)), [[3.0, 4.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(value(t.ravel()), [1.0, 2.0, 3.0, 4.0])
+    (t.take([1, 1], axis=0).sum() + t.ravel()[0]).backward()
+    np.testing.assert_array_equal(value(t.grad), [[1.0, 0.0], [2.0, 2.0]])
