@@ -322,3 +322,23 @@ def test_vjp_function_holds_the_graph_until_dropped() -> None:
     gc.collect()
     assert refs[0]() is None
     assert not out.requires_grad
+
+
+# ----- the user's cotangent is not aliased ------------------------------------------------------
+
+
+def test_backward_does_not_alias_the_users_cotangent() -> None:
+    x = Tensor([1.0, 2.0], requires_grad=True)
+    u = np.array([1.0, 1.0])
+    (x + 1.0).backward(u)  # add passes the cotangent through unchanged
+    u[0] = 5.0  # the user reuses their buffer
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+    assert u.flags.writeable  # reading x.grad (above) does not lock the user's array
+
+
+def test_backward_gradient_is_not_a_view_of_the_users_cotangent() -> None:
+    x = Tensor([1.0, 2.0], requires_grad=True)
+    u = np.ones((2, 1))
+    x.reshape(2, 1).backward(u)  # the gradient would be a reshaped view of u
+    u[:] = 7.0
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])

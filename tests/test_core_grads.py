@@ -315,6 +315,7 @@ CORE = {
     "** 0.5": lambda a, b: a**0.5 * b,
     "** -1": lambda a, b: a**-1 * b,
     "** tensor": lambda a, b: a**b,
+    "number ** tensor": lambda a, b: 2.0**a * b,
     "@": lambda a, b: a.reshape(2, 2) @ b.reshape(2, 2),
     "neg": lambda a, b: -(a * b),
     "sum": lambda a, b: (a * b).sum(axis=0, keepdims=True),
@@ -365,3 +366,32 @@ def test_float32_is_not_upcast_by_python_numbers() -> None:
     y = (2.0**a).sum()
     y.backward()
     assert a.grad.dtype == np.float32
+
+
+def test_nested_inner_grad_of_number_power_stays_float32() -> None:
+    seen = []
+
+    def outer(s: Any) -> Any:
+        g = lp.grad(lambda t: (2.0**t).sum())(s)
+        seen.append(g.dtype)
+        return g.sum()
+
+    out = lp.grad(outer)(np.array([1.0, 2.0], np.float32))
+    assert out.dtype == np.float32
+    assert seen == [np.float32]
+
+
+def test_power_zero_gradient_at_zero() -> None:
+    x = Tensor([0.0, 1.0, -2.0], requires_grad=True)
+    (x**0).sum().backward()  # pytest turns the divide-by-zero RuntimeWarning of 0 * 0**-1 into an error
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 0.0])
+
+
+def test_polynomial_gradient_at_zero() -> None:
+    c = [1.0, 2.0, 3.0, 4.0]
+
+    def poly(t: Tensor) -> Tensor:
+        return sum((ck * t**k for k, ck in enumerate(c)), start=Tensor(0.0))
+
+    assert lp.grad(poly)(0.0) == 2.0  # c1
+    assert lp.grad(lp.grad(poly))(0.0) == 6.0  # 2 c2

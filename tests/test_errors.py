@@ -169,11 +169,25 @@ def test_argnums_out_of_range() -> None:
         lp.grad(lambda x, y: x * y, argnums=2)(1.0, 2.0)
 
 
-def test_has_aux_needs_a_pair() -> None:
-    # A two-element output would unpack into (value, aux); it must still be refused.
-    # (Outputs of other lengths: see tests/test_pending_has_aux.py.)
-    with pytest.raises(TypeError, match=r"has_aux=True.*pair"):
-        lp.grad(lambda x: x * np.ones(2), has_aux=True)(1.0)
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: x * np.ones(2),  # a two-element Tensor would unpack into (value, aux)
+        lambda x: (x * 2.0, 1.0, 2.0),  # three values
+        lambda x: x * 2.0,  # a 0-d Tensor, no aux at all
+        lambda x: [x * 2.0, 1.0],  # a list, not a tuple
+    ],
+)
+def test_has_aux_needs_a_pair(f: Any) -> None:
+    with pytest.raises(TypeError, match=r"has_aux=True.*must return a pair \(value, aux\)"):
+        lp.grad(f, has_aux=True)(1.0)
+    with pytest.raises(TypeError, match=r"has_aux=True.*must return a pair \(value, aux\)"):
+        lp.value_and_grad(f, has_aux=True)(1.0)
+
+
+def test_vjp_has_aux_needs_a_pair() -> None:
+    with pytest.raises(TypeError, match=r"has_aux=True.*must return a pair \(value, aux\)"):
+        lp.vjp(lambda x: x * 2.0, np.ones(3), has_aux=True)
 
 
 def test_vjp_cotangent_structure_and_shape() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import operator
+import pickle
 from dataclasses import FrozenInstanceError
 
 import numpy as np
@@ -340,3 +342,44 @@ def test_detach_and_no_grad_results_are_leaves() -> None:
     d = (a * 2.0).detach()
     assert d._op == "leaf" and not d.requires_grad
     np.testing.assert_array_equal(d.numpy(), [2.0])
+
+
+# ----- iteration, copy and pickle ------------------------------------------------------------------
+
+
+def test_iterating_a_0d_tensor_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="0-d"):
+        list(Tensor(1.0))
+
+
+def test_iterating_rows_records_them() -> None:
+    x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    rows = list(x)
+    assert len(rows) == 2 and all(r.shape == (2,) for r in rows)
+    (rows[0] * rows[1]).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[3.0, 4.0], [1.0, 2.0]])
+
+
+@pytest.mark.parametrize("how", [copy.copy, copy.deepcopy, lambda t: pickle.loads(pickle.dumps(t))],
+                         ids=["copy", "deepcopy", "pickle"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: Tensor([1.0, 2.0], requires_grad=True), lambda: Tensor(np.ones(3, np.float32)), lambda: Tensor(3)],
+    ids=["leaf", "float32", "int"],
+)
+def test_copy_and_pickle_a_tensor(how: object, make: object) -> None:
+    t = make()  # type: ignore[operator]
+    c = how(t)  # type: ignore[operator]
+    assert type(c) is Tensor
+    np.testing.assert_array_equal(c.numpy(), t.numpy())
+    assert c.dtype == t.dtype and c.requires_grad == t.requires_grad
+    with pytest.raises(ValueError, match="read-only"):
+        c.numpy()[0] = 5.0
+
+
+def test_deepcopy_of_a_parameter_dict_is_independent() -> None:
+    params = {"w": Tensor([1.0, 2.0], requires_grad=True)}
+    best = copy.deepcopy(params)
+    (params["w"] * 2.0).sum().backward()
+    assert best["w"].grad is None
+    np.testing.assert_array_equal(best["w"].numpy(), [1.0, 2.0])

@@ -286,3 +286,60 @@ def test_float32_inputs_give_float32_gradients() -> None:
     gg = grad(lambda w: grad(lambda v: (v**3).sum())(w).sum())(x)
     assert gg.dtype == np.float32
     np.testing.assert_allclose(gg, 6 * x)
+
+
+def test_vjp_does_not_lock_or_return_the_users_cotangent() -> None:
+    u = np.array([3.0, 4.0])
+    _, pull = vjp(lambda t: t + 0.0, np.array([1.0, 2.0]))
+    (g,) = pull(u)
+    assert u.flags.writeable
+    assert not np.shares_memory(g, u)
+    np.testing.assert_array_equal(g, [3.0, 4.0])
+    u2 = np.array([5.0, 6.0])
+    _, pull = vjp(lambda t: t, np.array([1.0, 2.0]))  # the identity function
+    pull(u2)
+    assert u2.flags.writeable
+
+
+# ----- ops of the user's own (lp.apply) at higher order --------------------------------------------
+
+
+def _cube(x: Any) -> tuple[Any, Any]:
+    """``x ** 3`` written with NumPy operators only, so that it can be replayed on Tensors."""
+    return x * x * x, lambda g: (g * 3.0 * x * x,)
+
+
+def test_custom_op_first_and_second_order() -> None:
+    x = Tensor([1.0, 2.0], requires_grad=True)
+    lp.apply(_cube, "cube", x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0])
+    g2 = grad(lambda t: grad(lambda s: lp.apply(_cube, "cube", s).sum())(t).sum())(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(g2, [6.0, 12.0])
+    y = Tensor(2.0, requires_grad=True)
+    lp.apply(_cube, "cube", y).backward(create_graph=True)
+    first = y.grad
+    y.grad = None
+    first.backward()
+    assert y.grad.item() == pytest.approx(12.0)
+
+
+def test_check_grads_order_2_on_a_custom_op() -> None:
+    from leanpass.testing import check_grads
+
+    check_grads(lambda t: lp.apply(_cube, "cube", t), [np.array([0.5, -1.5])], order=2)
+
+
+def test_custom_op_parameters_passed_as_arguments_replay_correctly() -> None:
+    def scaled_cube(s: float, x: Any) -> tuple[Any, Any]:
+        return s * x * x * x, lambda g: (None, g * 3.0 * s * x * x)
+
+    def f(x: Any) -> Any:
+        return lp.apply(scaled_cube, "scaled_cube_args", 2.0, x) + lp.apply(scaled_cube, "scaled_cube_args", 3.0, x)
+
+    assert float(grad(f)(1.0)) == pytest.approx(15.0)
+    assert float(grad(grad(f))(1.0)) == pytest.approx(30.0)
+
+
+def test_custom_op_may_not_take_a_built_in_name() -> None:
+    with pytest.raises(ValueError, match=r"'exp' is the name of a built-in op"):
+        lp.apply(_cube, "exp", Tensor([1.0], requires_grad=True))
