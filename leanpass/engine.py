@@ -19,7 +19,7 @@ import numpy as np
 
 from . import functional as F
 from .functional.unary import _pass_through
-from .tensor import Tensor, _const, _grad_enabled
+from .tensor import CustomVJP, Tensor, _const, _grad_enabled
 
 
 def reverse_pass(
@@ -66,15 +66,16 @@ def reverse_pass(
 
 def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
     """Run ``node``'s rule again on its parent Tensors, so that the VJP itself is recorded."""
-    fn = F.OPS[node._op]
+    vjp = node._vjp
+    fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
     parents = node._parents
     with _grad_enabled():
-        if node._op in F.TAKES_NEED:
+        if node._op in F.TAKES_NEED and fn is F.OPS[node._op]:
             need = tuple(type(p) is Tensor and p._trace & mask != 0 for p in parents)
-            _, vjp = fn(*parents, need=need)
+            _, replayed = fn(*parents, need=need)
         else:
-            _, vjp = fn(*parents)
-        return vjp(g)
+            _, replayed = fn(*parents)
+        return replayed(g)
 
 
 def backward(t: Tensor, cotangent: Any = None, create_graph: bool = False) -> None:

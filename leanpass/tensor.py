@@ -570,9 +570,9 @@ def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
 def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
     """Record any op: ``fn(*raw_args) -> (out, vjp)``, with Tensors anywhere among ``args``.
 
-    This is how to record an op of your own (see docs/operations.md). ``name`` becomes the
-    node's ``_op`` and is registered in ``functional.OPS`` so that higher-order passes can
-    replay ``fn`` on Tensors: give each op a name of its own.
+    This is how to record an op of your own (see docs/operations.md): ``name`` becomes the
+    node's ``_op``. Higher-order passes replay ``fn`` itself on Tensors, so write it with NumPy
+    functions and operators only.
 
     >>> from leanpass import functional as F
     >>> x = Tensor([1.0, 2.0], requires_grad=True)
@@ -589,13 +589,11 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
             raw.append(a)
     if trace and _no_grad_entered:
         trace &= _mask_get()
-    known = F.OPS.setdefault(name, fn)  # so that a differentiable backward pass can replay it
-    if known is not fn and known.__module__.startswith("leanpass.functional"):
+    builtin = F.OPS.get(name)
+    if builtin is not None and builtin is not fn:
         raise ValueError(
-            f"apply: {name!r} is the name of a built-in op; give your op a name of its own "
-            "(the name is how a higher-order backward pass finds the function again)."
+            f"apply: {name!r} is the name of a built-in op; give your op a name of its own."
         )
-    F.OPS[name] = fn
     if name in F.TAKES_NEED:
         need = tuple(type(a) is Tensor and a._trace != 0 for a in args)
         out, vjp = fn(*raw, need=need)
@@ -603,7 +601,21 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         out, vjp = fn(*raw)
     if not trace:
         return _const(out)
-    return _node(out, trace, name, args, vjp)
+    return _node(out, trace, name, args, vjp if builtin is not None else CustomVJP(fn, vjp))
+
+
+class CustomVJP:
+    """The VJP of an op recorded with ``apply`` that is not in ``functional.OPS``: it remembers
+    the op's function, so that a differentiable backward pass can replay this very function."""
+
+    __slots__ = ("fn", "vjp")
+
+    def __init__(self, fn: Callable[..., Any], vjp: Callable[[Any], Any]) -> None:
+        self.fn = fn
+        self.vjp = vjp
+
+    def __call__(self, g: Any) -> Any:
+        return self.vjp(g)
 
 
 _lift.apply = apply

@@ -79,6 +79,6 @@ OPS: dict[str, Callable[..., Any]] = {
 }
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
-TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "maximum", "minimum", "logaddexp", "where"})
+TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "maximum", "minimum", "logaddexp", "where", "einsum"})
 
 __all__ = sorted(["OPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])
