@@ -37,9 +37,21 @@ def _dropped_shape(shape: tuple[int, ...], axis: Axis) -> tuple[int, ...]:
 
 def _restore(g: Any, shape: tuple[int, ...], axis: Axis, keepdims: bool) -> Any:
     """Broadcast a reduction's cotangent back to the input's shape."""
-    if not keepdims:
+    if not keepdims and axis is not None:
         g = g.reshape(_kept_shape(shape, axis))
-    return np.broadcast_to(g, shape)
+    if isinstance(g, (np.ndarray, np.generic)):  # raw arrays: one C copy, faster than broadcast_to
+        out = np.empty(shape, g.dtype)
+        np.copyto(out, g)
+        return out
+    return np.broadcast_to(g, shape)  # a Tensor, in a differentiable backward pass
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    """``x.shape``, also for Python numbers (and without np.shape's dispatch cost)."""
+    try:
+        return x.shape  # type: ignore[no-any-return]
+    except AttributeError:
+        return np.shape(x)
 
 
 def _count(shape: tuple[int, ...], axis: Axis) -> int:
@@ -55,8 +67,9 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:  
     (array([4., 6.]), (array([[1., 2.],
            [1., 2.]]),))
     """
-    shape = np.shape(x)
-    return np.sum(x, axis=axis, keepdims=keepdims), lambda g: (_restore(g, shape, axis, keepdims),)
+    shape = _shape(x)
+    ans = np.add.reduce(x, axis=axis, keepdims=keepdims)  # np.sum, without its Python wrapper
+    return ans, lambda g: (_restore(g, shape, axis, keepdims),)
 
 
 def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
@@ -65,9 +78,11 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
     >>> mean(np.array([1.0, 2.0, 3.0, 4.0]))[1](np.array(1.0))
     (array([0.25, 0.25, 0.25, 0.25]),)
     """
-    shape = np.shape(x)
+    shape = _shape(x)
     n = _count(shape, axis)
-    ans = np.mean(x, axis=axis, keepdims=keepdims)
+    if not shape and axis is not None and axis != ():  # as np.mean: a 0-d input has no axis
+        raise np.exceptions.AxisError(axis, 0)
+    ans = np.add.reduce(x, axis=axis, keepdims=keepdims) / n  # np.mean, without its wrapper
     return ans, lambda g: (_restore(g / n, shape, axis, keepdims),)
 
 
@@ -90,7 +105,7 @@ def min(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:  
 
 
 def _extreme(reduce: Any, x: Any, axis: Axis, keepdims: bool) -> tuple[Any, Any]:
-    shape = np.shape(x)
+    shape = _shape(x)
     ans = reduce(x, axis=axis, keepdims=keepdims)
 
     def vjp(g: Any) -> tuple[Any]:
@@ -121,7 +136,7 @@ def var(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
     >>> var(np.array([1.0, 3.0]), ddof=1)[1](np.array(1.0))
     (array([-2.,  2.]),)
     """
-    shape = np.shape(x)
+    shape = _shape(x)
     dof = _dof(shape, axis, ddof, "var")
     centred = x - np.mean(x, axis=axis, keepdims=True)
     ans = np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof
@@ -139,7 +154,7 @@ def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
     >>> std(np.array([2.0, 2.0]))[1](np.array(1.0))
     (array([0., 0.]),)
     """
-    shape = np.shape(x)
+    shape = _shape(x)
     dof = _dof(shape, axis, ddof, "std")
     centred = x - np.mean(x, axis=axis, keepdims=True)
     v = np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof
@@ -171,7 +186,7 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, A
     >>> round(float(ans) - 1000.0, 6), vjp(np.array(1.0))
     (0.693147, (array([0.5, 0.5]),))
     """
-    shape = np.shape(x)
+    shape = _shape(x)
     m = _shift(x, axis)
     e = np.exp(x - m)
     s = np.sum(e, axis=axis, keepdims=True)
