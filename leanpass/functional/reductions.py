@@ -46,10 +46,13 @@ def _restore(g: Any, shape: tuple[int, ...], axis: Axis, keepdims: bool) -> Any:
     return np.broadcast_to(g, shape)  # a Tensor, in a differentiable backward pass
 
 
+_add_reduce: Any = np.add.reduce
+
+
 def _shape(x: Any) -> tuple[int, ...]:
     """``x.shape``, also for Python numbers (and without np.shape's dispatch cost)."""
     try:
-        return x.shape  # type: ignore[no-any-return]
+        return x.shape
     except AttributeError:
         return np.shape(x)
 
@@ -68,7 +71,7 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:  
            [1., 2.]]),))
     """
     shape = _shape(x)
-    ans = np.add.reduce(x, axis=axis, keepdims=keepdims)  # np.sum, without its Python wrapper
+    ans = _add_reduce(x, axis=axis, keepdims=keepdims)  # np.sum, without its Python wrapper
     return ans, lambda g: (_restore(g, shape, axis, keepdims),)
 
 
@@ -82,7 +85,7 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
     n = _count(shape, axis)
     if not shape and axis is not None and axis != ():  # as np.mean: a 0-d input has no axis
         raise np.exceptions.AxisError(axis, 0)
-    ans = np.add.reduce(x, axis=axis, keepdims=keepdims) / n  # np.mean, without its wrapper
+    ans = _add_reduce(x, axis=axis, keepdims=keepdims) / n  # np.mean, without its wrapper
     return ans, lambda g: (_restore(g / n, shape, axis, keepdims),)
 
 
