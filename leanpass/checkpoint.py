@@ -311,8 +311,8 @@ def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
             f"load: no checkpoint at {str(target)!r}. Check the path (it is relative to the current directory, "
             f"{os.getcwd()!r}), or create one with leanpass.save(path, params)."
         )
-    with open(target, "rb") as fh:
-        magic = fh.read(4)
+    with open(target, "rb") as head:
+        magic = head.read(4)
     if magic != b"PK\x03\x04":
         raise CheckpointError(
             f"load: {str(target)!r} is not a LeanPass checkpoint (not an .npz archive"
@@ -320,7 +320,7 @@ def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
         )
     bad = (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError, UnicodeDecodeError)
     try:
-        with np.load(target, allow_pickle=False) as f:
+        with open(target, "rb") as fh, np.load(fh, allow_pickle=False) as f:
             if not hasattr(f, "files") or _HEADER not in f.files:
                 raise CheckpointError(
                     f"load: {str(target)!r} is not a LeanPass checkpoint (no {_HEADER} record); "

@@ -1,0 +1,168 @@
+"""Modules: pytrees, gradients shaped like the model, determinism, dtypes, repr, errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import leanpass as lp
+from leanpass import losses, nn
+from leanpass.testing import check_grads
+
+
+def leaves(tree):
+    return [np.asarray(x) for x in lp.tree_flatten(tree)[0]]
+
+
+def with_leaves(tree, new):
+    return lp.tree_unflatten(lp.tree_flatten(tree)[1], new)
+
+
+def test_grad_of_a_model_is_model_shaped_and_matches_finite_differences():
+    model = nn.MLP([3, 4, 2], rng=0, dtype=np.float64, activation="tanh")
+    x = np.random.default_rng(1).standard_normal((5, 3))
+    y = np.array([0, 1, 1, 0, 1])
+    g = lp.grad(lambda m: losses.cross_entropy(m(x), y))(model)
+    assert type(g) is nn.MLP and type(g.layers[0]) is nn.Linear
+    assert [a.shape for a in leaves(g)] == [a.shape for a in leaves(model)]
+
+    def f(*ws):
+        return losses.cross_entropy(with_leaves(model, list(ws))(x), y)
+
+    check_grads(f, leaves(model), order=2)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nn.Linear(3, 2, rng=0, dtype=np.float64),
+    lambda: nn.LayerNorm(3, dtype=np.float64),
+    lambda: nn.Sequential(nn.Linear(3, 4, rng=0, dtype=np.float64), nn.gelu, nn.Linear(4, 2, rng=1, dtype=np.float64)),
+])
+def test_modules_check_grads(make):
+    module = make()
+    x = np.random.default_rng(2).standard_normal((4, 3))
+    # perturb the LayerNorm's weight and bias so the check is not at a special point
+    ws = [w + 0.1 * np.random.default_rng(3).standard_normal(w.shape) for w in leaves(module)]
+    check_grads(lambda xx, *p: (with_leaves(module, list(p))(xx) ** 2).sum(), [x, *ws], order=2)
+
+
+def test_embedding_gradient_adds_repeated_indices():
+    emb = nn.Embedding(4, 2, rng=0, dtype=np.float64)
+    g = lp.grad(lambda e: e(np.array([1, 1, 3])).sum())(emb)
+    np.testing.assert_array_equal(np.asarray(g.weight), [[0, 0], [2, 2], [0, 0], [1, 1]])
+    with pytest.raises(IndexError, match=r"\[0, 4\)"):
+        emb(np.array([4]))
+    with pytest.raises(TypeError, match="integers"):
+        emb(np.array([1.0]))
+
+
+def test_same_seed_same_model_bit_for_bit_and_different_seed_differs():
+    a, b, c = (nn.MLP([8, 16, 4], rng=np.random.default_rng(s)) for s in (5, 5, 6))
+    for x, y in zip(leaves(a), leaves(b)):
+        assert x.tobytes() == y.tobytes()
+    assert any(x.tobytes() != z.tobytes() for x, z in zip(leaves(a), leaves(c)))
+
+
+def test_initialisers_have_the_right_scale_and_zero_bias():
+    rng = np.random.default_rng(0)
+    w = np.asarray(nn.he_normal(rng, (1000, 500)))
+    assert abs(w.std() - np.sqrt(2 / 1000)) < 1e-3
+    g = np.asarray(nn.glorot_uniform(rng, (300, 700)))
+    assert abs(g.max()) <= np.sqrt(6 / 1000) + 1e-7 and abs(g.std() - np.sqrt(2 / 1000)) < 2e-3
+    assert nn.xavier_normal is nn.glorot_normal
+    lin = nn.Linear(3, 2, rng=0)
+    assert not np.asarray(lin.bias).any()
+    with pytest.raises(TypeError, match="np.random.Generator"):
+        nn.Linear(3, 2, rng="seed")
+    with pytest.raises(ValueError, match="unknown initialiser"):
+        nn.Linear(3, 2, rng=0, init="nope")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dtype_is_preserved_through_forward_grad_and_update(dtype):
+    from leanpass import optim
+
+    model = nn.Sequential(nn.Linear(4, 8, rng=0, dtype=dtype), nn.relu, nn.LayerNorm(8, dtype=dtype),
+                          nn.Linear(8, 3, rng=1, dtype=dtype))
+    x = np.random.default_rng(0).standard_normal((5, 4))  # float64 data is cast to the layer dtype
+    out = model(x)
+    assert out.dtype == dtype
+    g = lp.grad(lambda m: losses.cross_entropy(m(x), np.array([0, 1, 2, 0, 1])))(model)
+    assert all(a.dtype == dtype for a in leaves(g))
+    opt = optim.adam(1e-2)
+    updates, _ = opt.update(g, opt.init(model), model)
+    new = optim.apply_updates(model, updates)
+    assert all(a.dtype == dtype for a in leaves(new))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        nn.Linear(2, 2, rng=0, dtype=np.int32)
+
+
+def test_modules_are_frozen_and_updates_return_new_models():
+    model = nn.MLP([2, 3, 1], rng=0)
+    before = [a.copy() for a in leaves(model)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        model.layers = ()
+    new = lp.tree_map(lambda p: p * 2.0, model)
+    assert type(new) is nn.MLP and new is not model
+    for a, b in zip(before, leaves(model)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(leaves(new)[0], before[0] * 2)
+    assert model.replace(activation="tanh").activation == "tanh" and model.activation == "relu"
+
+
+def test_repr_and_parameter_count():
+    model = nn.MLP([64, 128, 10], rng=0)
+    assert model.num_params == 64 * 128 + 128 + 128 * 10 + 10 == nn.param_count(model)
+    assert repr(model) == (
+        "MLP(\n  (0): Linear(64 -> 128, dtype=float32)\n  (1): Linear(128 -> 10, dtype=float32)\n"
+        "  activation=relu, parameters=9,610\n)"
+    )
+    seq = nn.Sequential(nn.Linear(2, 2, rng=0, bias=False), nn.tanh, nn.Dropout(0.1), nn.LayerNorm(2),
+                        nn.Embedding(3, 2, rng=0))
+    text = repr(seq)
+    for part in ("Linear(2 -> 2, bias=False", "tanh", "Dropout(0.1)", "LayerNorm(2", "Embedding(3, 2", "parameters=14"):
+        assert part in text
+
+
+def test_dropout_is_deterministic_by_generator_and_off_without_one():
+    x = lp.Tensor(np.ones((100, 100)))
+    drop = nn.Dropout(0.3)
+    assert drop(x) is x
+    a = drop(x, rng=np.random.default_rng(0)).numpy()
+    b = drop(x, rng=np.random.default_rng(0)).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert abs((a == 0).mean() - 0.3) < 0.02
+    np.testing.assert_allclose(a[a != 0], 1 / 0.7)
+    assert abs(a.mean() - 1.0) < 0.03  # expectation kept
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        nn.Dropout(1.0)
+    g = lp.grad(lambda t: nn.dropout(t, 0.5, np.random.default_rng(1)).sum())(np.ones(6))
+    np.testing.assert_array_equal(g, nn.dropout(np.ones(6), 0.5, np.random.default_rng(1)))
+
+
+def test_layernorm_normalises_the_last_axis():
+    ln = nn.LayerNorm(5, dtype=np.float64)
+    y = ln(np.random.default_rng(0).standard_normal((3, 5)) * 10 + 4).numpy()
+    np.testing.assert_allclose(y.mean(axis=-1), 0, atol=1e-12)
+    np.testing.assert_allclose(y.var(axis=-1), 1, atol=1e-3)
+
+
+def test_activation_errors_and_names():
+    with pytest.raises(ValueError, match="unknown activation"):
+        nn.MLP([2, 2], rng=0, activation="swish")
+    assert nn.MLP([2, 3, 2], rng=0, activation=nn.tanh).activation == "tanh"
+    with pytest.raises(ValueError, match="at least an input and an output"):
+        nn.MLP([2], rng=0)
+    with pytest.raises(TypeError, match="not callable"):
+        nn.Sequential(nn.Linear(2, 2, rng=0), 3)
+
+
+def test_eager_backward_through_a_trainable_model():
+    model = nn.trainable(nn.MLP([3, 4, 2], rng=0, dtype=np.float64))
+    x = np.ones((2, 3))
+    losses.cross_entropy(model(x), np.array([0, 1])).backward()
+    eager = [np.asarray(p.grad) for p in lp.tree_flatten(model)[0]]
+    functional = leaves(lp.grad(lambda m: losses.cross_entropy(m(x), np.array([0, 1])))(model))
+    for a, b in zip(eager, functional):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
