@@ -28,7 +28,8 @@ import numpy as np
 LR = 0.01
 
 
-def make_data(sizes: list[int], batch: int, dtype: Any, seed: int = 0) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+def make_data(sizes: list[int], batch: int, dtype: Any,
+              seed: int = 0) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """He-initialised weights (w1, b1, w2, b2, ...), a batch of inputs and integer labels."""
     rng = np.random.default_rng(seed)
     params: list[np.ndarray] = []

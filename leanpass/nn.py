@@ -21,6 +21,7 @@ MLP(
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -291,7 +292,7 @@ class Module:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        register_pytree(cls, _flatten_module, lambda meta, children, cls=cls: _unflatten_module(cls, meta, children))
+        register_pytree(cls, _flatten_module, functools.partial(_unflatten_module, cls))
 
     # what a subclass overrides
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - abstract
@@ -337,7 +338,7 @@ def _flatten_module(obj: Any) -> tuple[list[Any], Any]:
 
 
 def _unflatten_module(cls: type, meta: Any, children: list[Any]) -> Any:
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     d = obj.__dict__
     d.update(zip(cls._static, meta))  # type: ignore[attr-defined]
     d.update(zip(_dynamic_fields(cls), children))

@@ -83,7 +83,7 @@ def _lr_at(lr: LearningRate, step: int) -> float:
 
 def _check_lr(lr: LearningRate, where: str) -> None:
     if not callable(lr) and not (isinstance(lr, (int, float, np.floating)) and lr >= 0):
-        raise ValueError(f"{where}: learning_rate must be a non-negative number or a schedule step -> float, got {lr!r}")
+        raise ValueError(f"{where}: learning_rate must be a number >= 0 or a schedule (step -> float), got {lr!r}")
 
 
 def _grads(grads: Any, state_def: Any, where: str) -> list[Any]:
@@ -223,7 +223,7 @@ def apply_updates(params: Any, updates: Any) -> Any:
             "apply_updates: the updates do not have the structure of the params; pass the updates "
             "that opt.update returned for these params."
         )
-    out = []
+    out: list[Any] = []
     for p, u in zip(p_leaves, u_leaves):
         data = _raw(p)
         new = data + _raw(u).astype(data.dtype, copy=False)

@@ -12,7 +12,6 @@ is saved with ``leanpass.save`` and loaded back to check the round trip.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -90,6 +89,7 @@ def limit_blas_threads(n: int) -> bool:
     synchronisation, and on a busy machine they fight other processes for the cores. This
     finds the loaded OpenBLAS (as ``threadpoolctl`` does) and calls its thread setter.
 
+    >>> import os
     >>> isinstance(limit_blas_threads(os.cpu_count() or 1), bool)
     True
     """
@@ -120,7 +120,7 @@ def have_matplotlib() -> bool:
     True
     """
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
     except ImportError:
         return False
     return True
@@ -132,10 +132,10 @@ PLOT_MISSING = ("--plot needs matplotlib, which is not installed: pip install \"
 
 def write_plot(path: str, history: dict[str, list[float]]) -> None:
     """Write the loss and accuracy curves in ``history`` to a PNG at ``path`` (needs matplotlib)."""
-    import matplotlib
+    import matplotlib  # type: ignore[import-not-found, unused-ignore]
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
 
     epochs = np.arange(1, len(history["loss"]) + 1)
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.5))
@@ -151,10 +151,12 @@ def write_plot(path: str, history: dict[str, list[float]]) -> None:
 
 
 def train(epochs: int = 40, seed: int = 0, hidden: Sequence[int] = (256,), lr: float = 3e-3, batch_size: int = 32,
-          dropout: float = 0.2, output: str | None = "digits_mlp.npz", plot: str | None = None, stream: TextIO | None = None) -> dict[str, Any]:
+          dropout: float = 0.2, output: str | None = "digits_mlp.npz", plot: str | None = None,
+          stream: TextIO | None = None) -> dict[str, Any]:
     """Train, report progress, save the model; return the final figures and the history.
 
-    >>> result = train(epochs=2, output=None, stream=open(os.devnull, "w"))
+    >>> import io
+    >>> result = train(epochs=2, output=None, stream=io.StringIO())
     >>> sorted(result)
     ['history', 'model', 'seconds', 'test_acc', 'train_acc']
     """
@@ -217,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         description="Train an MLP on the bundled 8x8 handwritten digits (UCI, 1,797 images) with LeanPass.",
     )
     parser.add_argument("--epochs", type=int, default=40, help="passes over the training set (default 40)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for the split, the weights and the batches (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed for the split, the weights and the batches (default 0)")
     parser.add_argument("--hidden", type=int, nargs="+", default=[256], metavar="N",
                         help="hidden layer width(s), e.g. --hidden 256 128 (default 256)")
     parser.add_argument("--lr", type=float, default=3e-3, help="Adam's peak learning rate (default 3e-3)")
