@@ -42,25 +42,44 @@ def reverse_pass(
             grads[s] = seed
             heappush(heap, -s)
     leaves: dict[int, tuple[Tensor, Any]] = {}
-    while heap:
-        s = -heappop(heap)
-        node = nodes.pop(s)
-        g = grads.pop(s)
+    node: Any = None
+    while node is not None or heap:
+        if node is None:
+            s = -heappop(heap)
+            node = nodes.pop(s)
+            g = grads.pop(s)
         vjp = node._vjp
         if vjp is None or (vjp is _pass_through and not node._parents[0]._trace & mask):
-            leaves[s] = (node, g)
+            leaves[node._seq] = (node, g)
+            node = None
             continue
         cts = _replay(node, g, mask) if create_graph else vjp(g)
+        # Chain fast path: when nothing else is waiting, a single input's cotangent is final,
+        # so it goes straight on to that input's VJP without the heap and the dicts.
+        chain: Any = None
         for p, c in zip(node._parents, cts):
             if c is None or type(p) is not Tensor or not p._trace & mask:
                 continue  # a constant, or an input this pass does not differentiate
             ps = p._seq
             if ps in grads:
                 grads[ps] = grads[ps] + c
+            elif chain is None and not heap:
+                chain = p
+                chain_g = c
+            elif chain is p:
+                chain_g = chain_g + c
             else:
+                if chain is not None:  # a second input after all: back to the general scheme
+                    nodes[chain._seq] = chain
+                    grads[chain._seq] = chain_g
+                    heappush(heap, -chain._seq)
+                    chain = None
                 nodes[ps] = p
                 grads[ps] = c
                 heappush(heap, -ps)
+        node = chain
+        if chain is not None:
+            g = chain_g
     return leaves
 
 
