@@ -542,29 +542,15 @@ _BINARY_RECORDERS: dict[str, Callable[[Any, Any], Tensor]] = {}
 def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
     """Record a one-input op; ``params`` (axis, exponent, ...) are constants passed after it."""
     if type(x) is Tensor:
-        xd, trace = x._data, x._trace
+        xd = x._data
+        trace = x._trace
     else:
-        xd, trace = _plain(x, name), 0
+        xd = _plain(x, name)
+        trace = 0
     out, vjp = fn(xd, *params)
     if trace and _no_grad_entered:
         trace &= _mask_get()
-    node: Any = _new(_Building)  # _node / _const, inlined: this is the hot path
-    node._data = out
-    node._grad = None
-    if trace:
-        node._trace = trace
-        node._op = name
-        node._parents = (x, *params)
-        node._vjp = vjp
-        node._seq = _next_seq()
-    else:
-        node._trace = 0
-        node._op = "leaf"
-        node._parents = ()
-        node._vjp = None
-        node._seq = 0
-    node.__class__ = Tensor
-    return node
+    return _node(out, trace, name, (x, *params), vjp) if trace else _const(out)
 
 
 def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
