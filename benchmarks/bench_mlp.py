@@ -158,6 +158,23 @@ def _rss_now() -> int:
         return 0
 
 
+def _peak_rss() -> int:
+    """This process's peak resident memory in bytes.
+
+    On Linux, VmHWM from /proc (ru_maxrss would include the parent's peak: a child started by
+    fork or vfork inherits it across exec). Elsewhere, ru_maxrss.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, kilobytes on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
 def memory_child(side: str, steps: int) -> None:
     """Run ``steps`` steps of the large MLP and print peak RSS (and RSS samples) as JSON."""
     sizes, batch, dtype = [784, 256, 128, 10], 128, np.float32
@@ -170,12 +187,12 @@ def memory_child(side: str, steps: int) -> None:
         step()
         if (i + 1) % max(1, steps // 10) == 0:
             samples.append(_rss_now())
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
-    print(json.dumps({"peak_rss_mb": peak_kb / 1024, "rss_samples_mb": [s / 2**20 for s in samples]}))
+    print(json.dumps({"peak_rss_mb": _peak_rss() / 2**20, "rss_samples_mb": [s / 2**20 for s in samples]}))
 
 
-def run_child(side: str, steps: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--memory-child", side, "--steps", str(steps)],
+def run_child(side: str, steps: int, blas_threads: int = 0) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, __file__, "--memory-child", side, "--steps", str(steps),
+                          "--blas-threads", str(blas_threads)],
                          check=True, capture_output=True, text=True)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -187,11 +204,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-child", choices=["numpy", "leanpass"], help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=100, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    parser.add_argument("--blas-threads", type=int, default=0, metavar="N",
+                        help="set OpenBLAS to N threads for both sides (default 0: NumPy's default)")
     args = parser.parse_args(argv)
     if args.memory_child:
+        if args.blas_threads > 0:
+            from leanpass.examples.digits import limit_blas_threads
+
+            limit_blas_threads(args.blas_threads)
         memory_child(args.memory_child, args.steps)
         return
     import leanpass  # noqa: F401  (import cost outside the timings)
+
+    if args.blas_threads > 0:
+        from leanpass.examples.digits import limit_blas_threads
+
+        limit_blas_threads(args.blas_threads)
 
     reps = 15 if args.quick else 60
     env = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS") or k.endswith("NUM_THREADS")}
@@ -205,13 +233,13 @@ def main(argv: list[str] | None = None) -> None:
     figures["small"] = small
     print(f"64-32-10 MLP, batch 32, float64:        numpy {small['numpy_ms'] * 1e3:.1f} us/step, "
           f"leanpass {small['leanpass_ms'] * 1e3:.1f} us/step, ratio {small['ratio']:.2f}x (target <= 2.0x)")
-    mem_np = run_child("numpy", 100)
-    mem_lp = run_child("leanpass", 100)
+    mem_np = run_child("numpy", 100, args.blas_threads)
+    mem_lp = run_child("leanpass", 100, args.blas_threads)
     ratio = mem_lp["peak_rss_mb"] / mem_np["peak_rss_mb"]
     figures["memory"] = {"numpy_mb": mem_np["peak_rss_mb"], "leanpass_mb": mem_lp["peak_rss_mb"], "ratio": ratio}
     print(f"peak RSS, 100 steps of the large MLP: numpy {mem_np['peak_rss_mb']:.1f} MB, "
           f"leanpass {mem_lp['peak_rss_mb']:.1f} MB, ratio {ratio:.2f}x (target <= 1.25x)")
-    long = run_child("leanpass", 2000)
+    long = run_child("leanpass", 2000, args.blas_threads)
     samples = long["rss_samples_mb"]
     growth = samples[-1] - samples[0]
     figures["flat"] = {"rss_mb_every_200_steps": samples, "growth_mb": growth}
