@@ -111,13 +111,13 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean")
                 f"class axis), got {lab.shape}."
             )
         classes = shape[-1]
-        if lab.size and (lab.min() < 0 or lab.max() >= classes):
-            raise ValueError(
-                f"cross_entropy: labels must be class indices in [0, {classes}), got values from "
-                f"{lab.min()} to {lab.max()}."
-            )
+        if lab.size and lab.min() < 0:  # (too large an index makes the op raise IndexError)
+            raise _label_range_error(lab, classes)
         flat = logits if len(shape) == 2 else ops.reshape(logits, (-1, classes))
-        loss = apply(F.cross_entropy, "cross_entropy", flat, lab.reshape(-1), reduction)
+        try:
+            loss = apply(F.cross_entropy, "cross_entropy", flat, lab if lab.ndim == 1 else lab.reshape(-1), reduction)
+        except IndexError:
+            raise _label_range_error(lab, classes) from None
         if reduction == "none" and len(shape) != 2:
             loss = ops.reshape(loss, shape[:-1])
         return loss
@@ -132,6 +132,12 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean")
         return _reduce(per_example, reduction)
     raise TypeError(
         f"cross_entropy: labels must be integer class indices or float probabilities, got dtype {lab.dtype}."
+    )
+
+
+def _label_range_error(lab: np.ndarray, classes: int) -> ValueError:
+    return ValueError(
+        f"cross_entropy: labels must be class indices in [0, {classes}), got values from {lab.min()} to {lab.max()}."
     )
 
 

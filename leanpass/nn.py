@@ -326,22 +326,30 @@ class Module:
         return new
 
 
-def _dynamic_fields(cls: type) -> list[str]:
-    static = cls._static  # type: ignore[attr-defined]
-    return [f.name for f in dataclasses.fields(cls) if f.name not in static]
+_FIELDS: dict[type, tuple[str, ...]] = {}  # class -> its child (non-static) field names, in order
+
+
+def _dynamic_fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        static = cls._static  # type: ignore[attr-defined]
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in static)
+    return names
 
 
 def _flatten_module(obj: Any) -> tuple[list[Any], Any]:
     cls = type(obj)
-    meta = tuple(getattr(obj, name) for name in cls._static)
-    return [getattr(obj, name) for name in _dynamic_fields(cls)], meta
+    d = obj.__dict__
+    names = _FIELDS.get(cls) or _dynamic_fields(cls)
+    return [d[name] for name in names], tuple([d[name] for name in cls._static])
 
 
 def _unflatten_module(cls: type, meta: Any, children: list[Any]) -> Any:
     obj: Any = object.__new__(cls)
     d = obj.__dict__
-    d.update(zip(cls._static, meta))  # type: ignore[attr-defined]
-    d.update(zip(_dynamic_fields(cls), children))
+    if meta:
+        d.update(zip(cls._static, meta))  # type: ignore[attr-defined]
+    d.update(zip(_FIELDS.get(cls) or _dynamic_fields(cls), children))
     return obj
 
 

@@ -225,8 +225,9 @@ def apply_updates(params: Any, updates: Any) -> Any:
         )
     out: list[Any] = []
     for p, u in zip(p_leaves, u_leaves):
-        data = _raw(p)
-        new = data + _raw(u).astype(data.dtype, copy=False)
+        data = p._data if type(p) is Tensor else _raw(p)
+        u = u._data if type(u) is Tensor else u
+        new = data + (u if getattr(u, "dtype", None) == data.dtype else np.asarray(u).astype(data.dtype))
         if type(p) is Tensor:
             if p.requires_grad:
                 out.append(Tensor(new, requires_grad=True))

@@ -71,3 +71,14 @@ def test_eager_example_learns():
     assert result["test_acc"] >= 0.93
     assert all(p.requires_grad for p in lp.tree_flatten(result["model"])[0])
     assert np.isfinite(result["seconds"])
+
+
+def test_plot_option_writes_a_png_or_says_how_to_get_matplotlib(tmp_path, capsys):
+    target = tmp_path / "curves.png"
+    digits.main(["--epochs", "2", "--output", "", "--plot", str(target), "--blas-threads", "0"])
+    captured = capsys.readouterr()
+    if digits.have_matplotlib():
+        assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"wrote the plot to {target}" in captured.out
+    else:
+        assert not target.exists() and "pip install" in captured.err
