@@ -43,7 +43,13 @@ _NONE = type(None)
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read, or whose contents do not match what was expected."""
+    """A checkpoint file that cannot be read, or whose contents do not match what was expected.
+
+    It is a ``ValueError``, so ``except ValueError`` catches it too.
+
+    >>> issubclass(CheckpointError, ValueError)
+    True
+    """
 
 
 # ----- structure <-> JSON -----------------------------------------------------------------------

@@ -300,7 +300,11 @@ class Module:
 
     @property
     def num_params(self) -> int:
-        """The number of scalar parameters (see ``param_count``)."""
+        """The number of scalar parameters (see ``param_count``).
+
+        >>> Linear(3, 2, rng=0).num_params
+        8
+        """
         return param_count(self)
 
     def _summary(self) -> str:
@@ -394,12 +398,20 @@ class Linear(Module):
 
     @property
     def in_features(self) -> int:
-        """The size of the input's last axis."""
+        """The size of the input's last axis.
+
+        >>> Linear(3, 2, rng=0).in_features
+        3
+        """
         return _leaf_shape(self.weight)[0]
 
     @property
     def out_features(self) -> int:
-        """The size of the output's last axis."""
+        """The size of the output's last axis.
+
+        >>> Linear(3, 2, rng=0).out_features
+        2
+        """
         return _leaf_shape(self.weight)[1]
 
     def __call__(self, x: ArrayLike) -> Tensor:

@@ -48,7 +48,12 @@ LearningRate = float | Schedule
 
 
 class Optimizer(NamedTuple):
-    """A pair of pure functions: ``init(params) -> state`` and ``update(grads, state, params) -> (updates, state)``."""
+    """A pair of pure functions: ``init(params) -> state`` and ``update(grads, state, params) -> (updates, state)``.
+
+    >>> opt = sgd(0.5)
+    >>> opt.update(np.array([2.0]), opt.init(np.array([0.0])))[0]
+    array([-1.])
+    """
 
     init: Callable[[Any], Any]
     update: Callable[..., tuple[Any, Any]]

@@ -56,13 +56,20 @@ def train(epochs: int = 40, seed: int = 0, hidden: int = 256, lr: float = 3e-3, 
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """The command line: ``python -m leanpass.examples.digits_eager [--epochs N] [--seed S]``."""
+    """The command line: ``python -m leanpass.examples.digits_eager [--epochs N] [--seed S]``.
+
+    >>> result = main(["--epochs", "1", "--blas-threads", "0"])  # doctest: +ELLIPSIS
+    epoch   1/1  last loss ... test ...%  ... s
+    """
     parser = argparse.ArgumentParser(prog="python -m leanpass.examples.digits_eager",
                                      description="Train on the digits with loss.backward() (the eager style).")
     parser.add_argument("--epochs", type=int, default=40, help="passes over the training set (default 40)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--blas-threads", type=int, default=1, metavar="N",
+                        help="OpenBLAS threads (default 1; 0 leaves NumPy's default)")
     args = parser.parse_args(argv)
-    limit_blas_threads(1)
+    if args.blas_threads > 0:
+        limit_blas_threads(args.blas_threads)
     return train(epochs=args.epochs, seed=args.seed)
 
 
