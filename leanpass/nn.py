@@ -363,9 +363,10 @@ def _set(obj: Any, **values: Any) -> None:
 
 
 def _as_input(x: Any, dtype: Any) -> Any:
-    """A data batch as the layer's dtype: NumPy arrays and lists are cast, Tensors pass through."""
+    """The input in the layer's dtype: arrays and lists are cast; a Tensor of another dtype gets a
+    recorded ``astype`` (so float64 data never silently turns a float32 model's output float64)."""
     if type(x) is Tensor:
-        return x
+        return x if x._data.dtype == dtype else ops.astype(x, dtype)
     arr = np.asarray(x)
     return arr if arr.dtype == dtype else arr.astype(dtype)
 

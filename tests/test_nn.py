@@ -96,6 +96,12 @@ def test_dtype_is_preserved_through_forward_grad_and_update(dtype):
     assert all(a.dtype == dtype for a in leaves(new))
     with pytest.raises(TypeError, match="float32 or float64"):
         nn.Linear(2, 2, rng=0, dtype=np.int32)
+    other = np.float64 if dtype == np.float32 else np.float32
+    t = lp.Tensor(x, dtype=other, requires_grad=True)
+    out = model(t)
+    assert out.dtype == dtype
+    out.sum().backward()
+    assert t.grad.dtype == other
 
 
 def test_modules_are_frozen_and_updates_return_new_models():
