@@ -65,16 +65,18 @@ def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
     [1.0, 2.0]
     """
     leaves: list[Any] = []
+    return leaves, _walk(tree, leaves)
 
-    def walk(x: Any) -> TreeDef:
-        entry = _entry(x)
-        if entry is None:
-            leaves.append(x)
-            return _LEAF
-        children, meta = entry[0](x)
-        return TreeDef(type(x), meta, tuple(walk(c) for c in children))
 
-    return leaves, walk(tree)
+def _walk(x: Any, leaves: list[Any]) -> TreeDef:
+    # A module-level function, not a closure that calls itself: a self-referencing closure is a
+    # reference cycle, which keeps ``leaves`` (and every array in it) alive until the cyclic GC runs.
+    entry = _entry(x)
+    if entry is None:
+        leaves.append(x)
+        return _LEAF
+    children, meta = entry[0](x)
+    return TreeDef(type(x), meta, tuple([_walk(c, leaves) for c in children]))
 
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
@@ -91,18 +93,8 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     ValueError: tree_unflatten: the structure has 3 leaves, but 2 were given
     """
     it = iter(leaves)
-
-    def build(td: TreeDef) -> Any:
-        if td.kind is None:
-            return next(it)
-        children = [build(c) for c in td.children]
-        entry = _REGISTRY.get(td.kind)
-        if entry is None:  # a NamedTuple
-            return td.kind(*children)
-        return entry[1](td.meta, children)
-
     try:
-        tree = build(treedef)
+        tree = _build(treedef, it)
         extra = next(it, _NOTHING) is not _NOTHING
     except StopIteration:
         extra = True
@@ -112,6 +104,16 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
             f"{len(leaves)} were given"
         )
     return tree
+
+
+def _build(td: TreeDef, it: Any) -> Any:
+    if td.kind is None:
+        return next(it)
+    children = [_build(c, it) for c in td.children]
+    entry = _REGISTRY.get(td.kind)
+    if entry is None:  # a NamedTuple
+        return td.kind(*children)
+    return entry[1](td.meta, children)
 
 
 def tree_num_leaves(treedef: TreeDef) -> int:
