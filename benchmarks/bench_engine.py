@@ -20,8 +20,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -108,7 +108,7 @@ def main() -> None:
     repeats = 40 if args.quick else 200
 
     m = interleaved({"numpy": numpy_forward, "backward": leanpass_backward, "grad": leanpass_grad}, repeats)
-    print("900-op chain of size-4 arrays (median of %d runs)" % repeats)
+    print(f"900-op chain of size-4 arrays (median of {repeats} runs)")
     print(f"  numpy forward            {m['numpy'] * 1e3:8.3f} ms")
     print(f"  leanpass fwd + backward  {m['backward'] * 1e3:8.3f} ms   ratio {m['backward'] / m['numpy']:.2f}x")
     print(f"  leanpass grad(f)         {m['grad'] * 1e3:8.3f} ms   ratio {m['grad'] / m['numpy']:.2f}x")

@@ -21,7 +21,7 @@ import numpy as np
 
 from .engine import reverse_pass
 from .functional.unary import _pass_through
-from .tensor import Tensor, _const, _fill, _grad_enabled, _mask_get, _new, _next_seq, _node
+from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _node
 from .tree import tree_flatten, tree_map, tree_unflatten
 
 _depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
@@ -37,9 +37,7 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
     else:
         data = x.view() if isinstance(x, np.ndarray) else np.asarray(x)
     _check_float(data, where)
-    t = _new(Tensor)
-    _fill(t, data, bit, "leaf", (), None, _next_seq())
-    return t
+    return _node(data, bit, "leaf", (), None)
 
 
 def _check_float(data: Any, where: str) -> None:
@@ -56,10 +54,10 @@ def _output(t: Any, ct: Any, like: Any, linked: bool) -> Any:
     """A gradient in the form the user gave the input: Tensor for Tensor, array otherwise."""
     if linked:
         return ct if type(ct) is Tensor else _const(ct)
-    dtype = like.dtype if type(like) is Tensor else np.asarray(like).dtype
-    arr = np.asarray(ct, dtype=dtype)
-    if arr.shape != np.shape(t._data):
-        arr = np.broadcast_to(arr, np.shape(t._data))
+    data = t._data
+    arr = ct if type(ct) is np.ndarray and ct.dtype == data.dtype else np.asarray(ct, dtype=data.dtype)
+    if arr.shape != data.shape:
+        arr = np.broadcast_to(arr, data.shape)
     if type(like) is Tensor:
         return _const(arr)
     if arr.flags.writeable:
@@ -69,6 +67,8 @@ def _output(t: Any, ct: Any, like: Any, linked: bool) -> Any:
 
 
 def _detach_tree(tree: Any) -> Any:
+    if type(tree) is Tensor:  # the usual case: a loss
+        return _const(tree._data)
     return tree_map(lambda x: _const(x._data) if type(x) is Tensor else x, tree)
 
 
@@ -91,10 +91,11 @@ class _Traced:
         for n, (_, treedef), ins in zip(nums, self.trees, self.inputs):
             new_args[n] = tree_unflatten(treedef, ins)
         token = _depth.set(depth + 1)
+        enabled = _grad_mask.set(-1)  # record inside f even under an outer no_grad()
         try:
-            with _grad_enabled():
-                self.out = f(*new_args, **kwargs)
+            self.out = f(*new_args, **kwargs)
         finally:
+            _grad_mask.reset(enabled)
             _depth.reset(token)
         self.single = isinstance(argnums, int)
 

@@ -22,6 +22,7 @@ class TreeDef(NamedTuple):
 
 
 _LEAF = TreeDef(None, None, ())
+_treedef = tuple.__new__  # builds a TreeDef in C (its generated __new__ is Python)
 _NOTHING = object()
 # type -> (flatten(obj) -> (children, meta), unflatten(meta, children) -> obj)
 _REGISTRY: dict[type, tuple[Callable[[Any], tuple[list[Any], Any]], Callable[[Any, list[Any]], Any]]] = {
@@ -71,12 +72,14 @@ def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
 def _walk(x: Any, leaves: list[Any]) -> TreeDef:
     # A module-level function, not a closure that calls itself: a self-referencing closure is a
     # reference cycle, which keeps ``leaves`` (and every array in it) alive until the cyclic GC runs.
-    entry = _entry(x)
+    entry = _REGISTRY.get(type(x))
     if entry is None:
-        leaves.append(x)
-        return _LEAF
+        entry = _entry(x)  # a NamedTuple, or a leaf
+        if entry is None:
+            leaves.append(x)
+            return _LEAF
     children, meta = entry[0](x)
-    return TreeDef(type(x), meta, tuple([_walk(c, leaves) for c in children]))
+    return _treedef(TreeDef, (type(x), meta, tuple([_walk(c, leaves) for c in children])))
 
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
@@ -107,13 +110,14 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
 
 
 def _build(td: TreeDef, it: Any) -> Any:
-    if td.kind is None:
+    kind, meta, kids = td
+    if kind is None:
         return next(it)
-    children = [_build(c, it) for c in td.children]
-    entry = _REGISTRY.get(td.kind)
+    children = [next(it) if c[0] is None else _build(c, it) for c in kids]
+    entry = _REGISTRY.get(kind)
     if entry is None:  # a NamedTuple
-        return td.kind(*children)
-    return entry[1](td.meta, children)
+        return kind(*children)
+    return entry[1](meta, children)
 
 
 def tree_num_leaves(treedef: TreeDef) -> int:
