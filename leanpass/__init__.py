@@ -11,6 +11,8 @@ array([2., 4.])
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import functional
@@ -83,7 +85,26 @@ __all__ = [
 ]
 del np
 
-from . import data, datasets, losses, nn, optim  # noqa: E402
-from .checkpoint import load, save  # noqa: E402
+# The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that
+# `import leanpass` stays cheap for code that only differentiates.
+_LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
+         "save": "checkpoint", "load": "checkpoint"}
+
+if TYPE_CHECKING:
+    from . import data, datasets, losses, nn, optim
+    from .checkpoint import load, save
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'leanpass' has no attribute {name!r}")
+    import importlib
+
+    loaded = importlib.import_module(f".{module}", __name__)
+    value = loaded if module == name else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
