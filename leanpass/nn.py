@@ -345,7 +345,7 @@ def _flatten_module(obj: Any) -> tuple[list[Any], Any]:
     cls = type(obj)
     d = obj.__dict__
     names = _FIELDS.get(cls) or _dynamic_fields(cls)
-    return [d[name] for name in names], tuple([d[name] for name in cls._static])
+    return list(map(d.__getitem__, names)), tuple(map(d.__getitem__, cls._static))
 
 
 def _unflatten_module(cls: type, meta: Any, children: list[Any]) -> Any:

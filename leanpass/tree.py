@@ -79,7 +79,14 @@ def _walk(x: Any, leaves: list[Any]) -> TreeDef:
             leaves.append(x)
             return _LEAF
     children, meta = entry[0](x)
-    return _treedef(TreeDef, (type(x), meta, tuple([_walk(c, leaves) for c in children])))
+    kids = []
+    for c in children:
+        if type(c) not in _REGISTRY and not isinstance(c, tuple):  # a leaf: no call for it
+            leaves.append(c)
+            kids.append(_LEAF)
+        else:
+            kids.append(_walk(c, leaves))
+    return _treedef(TreeDef, (type(x), meta, tuple(kids)))
 
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
