@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import functional
+from . import numpy_dispatch as _numpy_dispatch  # noqa: F401 (installs NumPy dispatch on Tensor)
 from .ops import (
     abs,
     add,

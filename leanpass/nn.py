@@ -417,7 +417,7 @@ class Linear(Module):
 
     def __call__(self, x: ArrayLike) -> Tensor:
         """Apply the layer to a batch ``(..., in_features)``."""
-        y = _as_input(x, self.weight.dtype) @ self.weight
+        y = ops.matmul(_as_input(x, self.weight.dtype), self.weight)  # x may be an array: no NumPy dispatch
         return y if self.bias is None else y + self.bias
 
     def _summary(self) -> str:

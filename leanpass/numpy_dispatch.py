@@ -257,3 +257,15 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     kwargs = {k: v for k, v in kwargs.items() if k in allowed or not _harmless(k, v)}
     _check_kwargs(_name(func), kwargs, allowed)
     return impl(*args, **kwargs)
+
+
+def _install() -> None:
+    """Make Tensor's ``__array_ufunc__`` / ``__array_function__`` route through this module."""
+    import sys
+
+    from . import tensor
+
+    tensor._numpy_dispatch = sys.modules[__name__]
+
+
+_install()

@@ -448,14 +448,10 @@ class Tensor:
 
     # ----- NumPy's dispatch protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from .numpy_dispatch import array_ufunc
-
-        return array_ufunc(ufunc, method, inputs, kwargs)
+        return _numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from .numpy_dispatch import array_function
-
-        return array_function(func, args, kwargs)
+        return _numpy_dispatch.array_function(func, args, kwargs)
 
 
 def _setattr(self: Tensor, name: str, value: Any) -> None:
@@ -605,6 +601,7 @@ class CustomVJP:
 
 
 _lift.apply = apply
+_numpy_dispatch: Any = None  # leanpass.numpy_dispatch, which sets this when it is imported
 
 
 def _shape_error(name: str, a: Any, b: Any, err: ValueError) -> ValueError:
