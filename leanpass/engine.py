@@ -1,13 +1,15 @@
 """The one reverse pass, and ``Tensor.backward`` on top of it.
 
 The pass walks the graph from its roots in reverse creation order (a max-heap on each node's
-sequence number), so every node's cotangent is complete before its VJP runs. It visits only
+sequence number; a run of single-input nodes skips it), so every node's cotangent is complete
+before its VJP runs. It visits only
 nodes whose trace has a bit of ``mask`` (the nodes that depend on the inputs being
 differentiated), frees each cotangent as soon as it is passed on, and never recurses.
 
 First order, the VJPs run on raw arrays. With ``create_graph=True`` each node's rule is
-replayed on its parent Tensors (``functional.OPS[node._op](*node._parents)``), so the pass
-itself is recorded and can be differentiated again.
+replayed on its parent Tensors (``functional.OPS[node._op](*node._parents)``, or the function
+an op recorded with ``apply`` keeps), so the pass itself is recorded and can be differentiated
+again.
 """
 
 from __future__ import annotations

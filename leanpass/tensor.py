@@ -3,7 +3,7 @@
 A Tensor holds a read-only array and, when it was computed from Tensors that require grad,
 the node of the graph that made it: ``_op`` (the op's name in ``functional.OPS``), ``_parents``
 (the op's inputs in order: Tensors are the graph's edges, anything else is a constant the op
-was called with) and ``_vjp`` (the rule's closure over the raw arrays).
+was called with) and ``_vjp`` (the op's rule, bound to the raw arrays it saved).
 
 ``_trace`` is a bit mask saying which differentiations a Tensor takes part in: bit 0 for
 ``requires_grad`` leaves (``.backward()``), one higher bit per nested ``grad``/``vjp`` transform.
@@ -31,7 +31,7 @@ _next_seq = itertools.count(1).__next__  # creation order: the reverse pass runs
 _new = object.__new__
 _PLAIN = (int, float, np.ndarray, np.generic)
 _NEITHER, _FIRST, _SECOND, _BOTH = (False, False), (True, False), (False, True), (True, True)
-# How many no_grad() blocks have ever been entered, in any thread: while 0, the recorders skip
+# Set once any no_grad() block has been entered, in any thread: until then the recorders skip
 # reading the context variable (the common case). The variable stays the source of truth.
 _no_grad_entered = 0
 
