@@ -24,13 +24,14 @@ __all__ = ["batches", "train_test_split", "num_batches"]
 
 
 def _generator(rng: Any, where: str) -> np.random.Generator:
+    """``rng`` as a Generator: one given is used as is, an int seeds a new one (also for ``nn``)."""
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         return np.random.default_rng(int(rng))
     raise TypeError(
         f"{where}: rng must be a np.random.Generator or an int seed, got {type(rng).__name__}. "
-        "Pass rng=np.random.default_rng(0) (the same seed repeats the same order)."
+        "Pass rng=np.random.default_rng(0): the same seed gives the same result."
     )
 
 

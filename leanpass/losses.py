@@ -61,6 +61,16 @@ def _like(target: ArrayLike, pred: Any, where: str) -> Any:
     return arr if arr.dtype == dtype else arr.astype(dtype)
 
 
+def _same_shape(a: Any, b: Any, what_a: str, what_b: str) -> None:
+    """A clear error when a loss's two inputs differ in shape (no silent broadcasting)."""
+    sa, sb = np.shape(_raw(a)), np.shape(_raw(b))
+    if sa != sb:
+        raise ValueError(
+            f"{what_a} has shape {sa} but {what_b} has shape {sb}; they must match "
+            "(reshape one, e.g. target.reshape(-1, 1))."
+        )
+
+
 def mse(pred: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Tensor:
     """Mean squared error ``(pred - target) ** 2``, reduced by ``reduction``.
 
@@ -75,11 +85,7 @@ def mse(pred: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Tensor:
     _check_reduction(reduction, "mse")
     pred = _as_float(pred)
     target = _like(target, pred, "mse")
-    if np.shape(_raw(pred)) != np.shape(_raw(target)):
-        raise ValueError(
-            f"mse: pred has shape {np.shape(_raw(pred))} but target has shape {np.shape(_raw(target))}; "
-            "they must match (reshape one, e.g. target.reshape(-1, 1))."
-        )
+    _same_shape(pred, target, "mse: pred", "target")
     diff = ops.subtract(pred, target)
     return _reduce(diff * diff, reduction)
 
@@ -153,9 +159,5 @@ def binary_cross_entropy_with_logits(logits: ArrayLike, targets: ArrayLike, redu
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
     logits = _as_float(logits)
     target = _like(targets, logits, "binary_cross_entropy_with_logits")
-    if np.shape(_raw(logits)) != np.shape(_raw(target)):
-        raise ValueError(
-            f"binary_cross_entropy_with_logits: logits have shape {np.shape(_raw(logits))} but targets have "
-            f"shape {np.shape(_raw(target))}; they must match."
-        )
+    _same_shape(logits, target, "binary_cross_entropy_with_logits: logits", "targets")
     return _reduce(ops.softplus(logits) - logits * target, reduction)

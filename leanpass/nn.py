@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import ops
+from .data import _generator as _check_rng
 from .tensor import ArrayLike, Tensor
 from .tree import register_pytree, tree_flatten, tree_map
 
@@ -44,58 +45,8 @@ __all__ = [
 
 
 # ----- activations (plain functions) ------------------------------------------------------------
-def relu(x: ArrayLike) -> Tensor:
-    """``max(x, 0)`` (``relu'(0) = 0``).
-
-    >>> relu(Tensor([-1.0, 2.0]))
-    Tensor([0., 2.])
-    """
-    return ops.relu(x)
-
-
-def tanh(x: ArrayLike) -> Tensor:
-    """Hyperbolic tangent.
-
-    >>> tanh(Tensor([0.0]))
-    Tensor([0.])
-    """
-    return ops.tanh(x)
-
-
-def sigmoid(x: ArrayLike) -> Tensor:
-    """The logistic function, stable for any input.
-
-    >>> sigmoid(Tensor([0.0]))
-    Tensor([0.5])
-    """
-    return ops.sigmoid(x)
-
-
-def gelu(x: ArrayLike) -> Tensor:
-    """GELU (tanh approximation).
-
-    >>> gelu(Tensor([0.0]))
-    Tensor([0.])
-    """
-    return ops.gelu(x)
-
-
-def leaky_relu(x: ArrayLike) -> Tensor:
-    """``x`` for ``x > 0``, else ``0.01 * x``.
-
-    >>> leaky_relu(Tensor([-1.0, 1.0]))
-    Tensor([-0.01,  1.  ])
-    """
-    return ops.leaky_relu(x)
-
-
-def softplus(x: ArrayLike) -> Tensor:
-    """``log(1 + exp(x))``, stable for any input.
-
-    >>> float(softplus(Tensor([0.0])).item())
-    0.6931471805599453
-    """
-    return ops.softplus(x)
+# The activations are the Tensor-level ops themselves (one definition, one docstring each).
+from .ops import gelu, leaky_relu, relu, sigmoid, softplus, tanh  # noqa: E402
 
 
 def identity(x: ArrayLike) -> Any:
@@ -131,17 +82,6 @@ def _activation_name(activation: str | Callable[[Any], Any]) -> str:
 
 
 # ----- initialisers ------------------------------------------------------------------------------
-def _check_rng(rng: Any, where: str) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
-    raise TypeError(
-        f"{where}: rng must be a np.random.Generator (or an int seed), got {type(rng).__name__}. "
-        "Pass rng=np.random.default_rng(0): the same seed gives the same parameters."
-    )
-
-
 def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
     if len(shape) < 2:
         n = shape[0] if shape else 1
