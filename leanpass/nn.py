@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -270,22 +271,38 @@ class Module:
         return new
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}  # class -> its child (non-static) field names, in order
+_Getter = Callable[[dict[str, Any]], tuple[Any, ...]]  # an instance's ``__dict__`` -> some of its values
+# class -> (its child (non-static) field names in order, a getter of their values, a getter of the
+# static fields' values). Filled on first use: the fields are only known once the dataclass
+# decorator has run, after ``__init_subclass__``.
+_SPECS: dict[type, tuple[tuple[str, ...], _Getter, _Getter]] = {}
+
+
+def _spec(cls: type) -> tuple[tuple[str, ...], _Getter, _Getter]:
+    spec = _SPECS.get(cls)
+    if spec is None:
+        static = cls._static  # type: ignore[attr-defined]
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in static)
+        spec = _SPECS[cls] = (names, _getter(names), _getter(static))
+    return spec
 
 
 def _dynamic_fields(cls: type) -> tuple[str, ...]:
-    names = _FIELDS.get(cls)
-    if names is None:
-        static = cls._static  # type: ignore[attr-defined]
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in static)
-    return names
+    return _spec(cls)[0]
 
 
-def _flatten_module(obj: Any) -> tuple[list[Any], Any]:
-    cls = type(obj)
+def _getter(names: tuple[str, ...]) -> _Getter:
+    """``d -> tuple(d[n] for n in names)``, in C where it can be (``itemgetter`` of one name gives a bare value)."""
+    if len(names) == 1:
+        name = names[0]
+        return lambda d: (d[name],)
+    return operator.itemgetter(*names) if names else lambda d: ()
+
+
+def _flatten_module(obj: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    _, children, meta = _SPECS.get(type(obj)) or _spec(type(obj))
     d = obj.__dict__
-    names = _FIELDS.get(cls) or _dynamic_fields(cls)
-    return list(map(d.__getitem__, names)), tuple(map(d.__getitem__, cls._static))
+    return children(d), meta(d)
 
 
 def _unflatten_module(cls: type, meta: Any, children: list[Any]) -> Any:
@@ -293,7 +310,7 @@ def _unflatten_module(cls: type, meta: Any, children: list[Any]) -> Any:
     d = obj.__dict__
     if meta:
         d.update(zip(cls._static, meta))  # type: ignore[attr-defined]
-    d.update(zip(_FIELDS.get(cls) or _dynamic_fields(cls), children))
+    d.update(zip((_SPECS.get(cls) or _spec(cls))[0], children))
     return obj
 
 

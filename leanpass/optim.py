@@ -67,9 +67,10 @@ def _raw(x: Any) -> Any:
     return x if isinstance(x, np.ndarray) else np.asarray(x)
 
 
-def _flat_arrays(tree: Any, what: str) -> tuple[list[Any], Any]:
+def _flat_arrays(tree: Any) -> tuple[list[Any], Any]:
+    """The leaves of ``tree`` as arrays, and its structure."""
     leaves, treedef = tree_flatten(tree)
-    return [_raw(x) for x in leaves], treedef
+    return [x._data if type(x) is Tensor else _raw(x) for x in leaves], treedef  # Tensors inline: no call
 
 
 def _same(treedef: Any, other: Any, what: str) -> None:
@@ -92,7 +93,7 @@ def _check_lr(lr: LearningRate, where: str) -> None:
 
 
 def _grads(grads: Any, state_def: Any, where: str) -> list[Any]:
-    g, gdef = _flat_arrays(grads, where)
+    g, gdef = _flat_arrays(grads)
     _same(state_def, gdef, where)
     return g
 
@@ -128,7 +129,7 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
         raise ValueError("sgd: nesterov=True needs momentum > 0 (e.g. momentum=0.9)")
 
     def init(params: Any) -> _State:
-        arrays, treedef = _flat_arrays(params, "sgd.init")
+        arrays, treedef = _flat_arrays(params)
         slots = (tuple(np.zeros_like(p) for p in arrays),) if momentum else ()
         return _State(0, slots, treedef)
 
@@ -138,9 +139,10 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
         if weight_decay:
             if params is None:
                 raise ValueError("sgd.update: weight_decay needs params: opt.update(grads, state, params)")
-            g = [gi + weight_decay * p for gi, p in zip(g, _flat_arrays(params, "sgd")[0])]
+            g = [gi + weight_decay * p for gi, p in zip(g, _flat_arrays(params)[0])]
         if not momentum:
-            return tree_unflatten(state.treedef, [gi * -lr for gi in g]), _State(state.step + 1, (), state.treedef)
+            neg = -lr
+            return tree_unflatten(state.treedef, [gi * neg for gi in g]), _State(state.step + 1, (), state.treedef)
         velocity = tuple(momentum * v + gi for v, gi in zip(state.slots[0], g))
         if nesterov:
             ups = [(gi + momentum * v) * -lr for gi, v in zip(g, velocity)]
@@ -188,7 +190,7 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
             raise ValueError(f"{name}: {label} must be in [0, 1), got {b}")
 
     def init(params: Any) -> _State:
-        arrays, treedef = _flat_arrays(params, f"{name}.init")
+        arrays, treedef = _flat_arrays(params)
         return _State(0, (tuple(np.zeros_like(p) for p in arrays), tuple(np.zeros_like(p) for p in arrays)), treedef)
 
     def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
@@ -205,7 +207,7 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
         if weight_decay:
             if params is None:
                 raise ValueError(f"{name}.update: weight decay needs params: opt.update(grads, state, params)")
-            ups = [u - (lr * weight_decay) * p for u, p in zip(ups, _flat_arrays(params, name)[0])]
+            ups = [u - (lr * weight_decay) * p for u, p in zip(ups, _flat_arrays(params)[0])]
         return tree_unflatten(state.treedef, ups), _State(t, (mu, nu), state.treedef)
 
     return Optimizer(init, update)
@@ -232,12 +234,13 @@ def apply_updates(params: Any, updates: Any) -> Any:
     for p, u in zip(p_leaves, u_leaves):
         data = p._data if type(p) is Tensor else _raw(p)
         u = u._data if type(u) is Tensor else u
-        new = data + (u if getattr(u, "dtype", None) == data.dtype else np.asarray(u).astype(data.dtype))
+        dtype = getattr(u, "dtype", None)
+        new = data + (u if dtype is data.dtype or dtype == data.dtype else np.asarray(u).astype(data.dtype))
         if type(p) is Tensor:
             if p.requires_grad:
                 out.append(Tensor(new, requires_grad=True))
             else:
-                new.flags.writeable = False
+                new.setflags(write=False)
                 out.append(_const(new))
         elif isinstance(p, np.ndarray):
             out.append(new)

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 
@@ -25,22 +25,23 @@ _LEAF = TreeDef(None, None, ())
 _treedef = tuple.__new__  # builds a TreeDef in C (its generated __new__ is Python)
 _NOTHING = object()
 # type -> (flatten(obj) -> (children, meta), unflatten(meta, children) -> obj)
-_REGISTRY: dict[type, tuple[Callable[[Any], tuple[list[Any], Any]], Callable[[Any, list[Any]], Any]]] = {
-    list: (lambda x: (list(x), None), lambda meta, ch: list(ch)),
-    tuple: (lambda x: (list(x), None), lambda meta, ch: tuple(ch)),
-    dict: (lambda x: (list(x.values()), tuple(x.keys())), lambda meta, ch: dict(zip(meta, ch))),
-    type(None): (lambda x: ([], None), lambda meta, ch: None),
+_REGISTRY: dict[type, tuple[Callable[[Any], tuple[Iterable[Any], Any]], Callable[[Any, list[Any]], Any]]] = {
+    list: (lambda x: (x, None), lambda meta, ch: ch),  # children are only iterated; ``ch`` is a fresh list
+    tuple: (lambda x: (x, None), lambda meta, ch: tuple(ch)),
+    dict: (lambda x: (x.values(), tuple(x)), lambda meta, ch: dict(zip(meta, ch))),
+    type(None): (lambda x: ((), None), lambda meta, ch: None),
 }
 
 
 def register_pytree(
     cls: type,
-    flatten: Callable[[Any], tuple[list[Any], Any]],
+    flatten: Callable[[Any], tuple[Iterable[Any], Any]],
     unflatten: Callable[[Any, list[Any]], Any],
 ) -> None:
     """Teach the pytree functions a container type.
 
-    ``flatten(obj) -> (children, meta)`` and ``unflatten(meta, children) -> obj``.
+    ``flatten(obj) -> (children, meta)`` (children: a list, tuple or any iterable) and
+    ``unflatten(meta, children) -> obj`` (children: a new list).
 
     >>> class Pair:
     ...     def __init__(self, a, b): self.a, self.b = a, b
@@ -55,7 +56,7 @@ def _entry(x: Any) -> Any:
     entry = _REGISTRY.get(type(x))
     if entry is None and isinstance(x, tuple) and hasattr(x, "_fields"):  # a NamedTuple
         cls = type(x)
-        return (lambda t: (list(t), None), lambda meta, ch: cls(*ch))
+        return (lambda t: (t, None), lambda meta, ch: cls(*ch))
     return entry
 
 
@@ -120,7 +121,9 @@ def _build(td: TreeDef, it: Any) -> Any:
     kind, meta, kids = td
     if kind is None:
         return next(it)
-    children = [next(it) if c[0] is None else _build(c, it) for c in kids]
+    children = []  # a loop, not a comprehension: no call of its own (Python 3.11)
+    for c in kids:
+        children.append(next(it) if c[0] is None else _build(c, it))
     entry = _REGISTRY.get(kind)
     if entry is None:  # a NamedTuple
         return kind(*children)

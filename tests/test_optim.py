@@ -89,6 +89,16 @@ def test_nothing_is_mutated_and_old_state_stays_valid():
         assert new["a"].dtype == np.float32 and isinstance(new["b"][0], np.ndarray)
 
 
+def test_scalar_tensor_params_train_and_results_are_read_only():
+    params = {"w": lp.Tensor(1.0), "v": lp.Tensor([1.0, 2.0])}  # a 0-d update is a NumPy scalar
+    opt = optim.sgd(0.25)
+    grads = lp.grad(lambda p: p["w"] ** 2 + (p["v"] ** 2).sum())(params)
+    updates, _ = opt.update(grads, opt.init(params), params)
+    new = optim.apply_updates(params, updates)
+    assert new["w"].item() == 0.5 and new["v"].tolist() == [0.5, 1.0]
+    assert not new["v"].numpy().flags.writeable
+
+
 def test_float32_state_and_updates_stay_float32_with_a_schedule():
     p = {"w": lp.Tensor(np.ones(4, dtype=np.float32))}
     for opt in (optim.sgd(optim.cosine_decay(0.1, 10), momentum=0.9), optim.adam(optim.cosine_decay(0.1, 10))):

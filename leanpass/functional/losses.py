@@ -38,9 +38,13 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
     # Subtract each row's maximum (a constant) before exp. A row with an infinite maximum gives
     # nan either way, so the raw path skips the finiteness check that _shift makes.
     shifted = x - (x.max(axis=-1, keepdims=True) if fast else _shift(x, -1))
-    with np.errstate(divide="ignore"):
-        lse = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # methods: no np.sum wrapper
-    logp = shifted - lse
+    e = np.exp(shifted)
+    s = e.sum(axis=-1, keepdims=True)  # methods: no np.sum wrapper
+    if fast:  # s >= 1 (the maximum's own exp(0)) or nan: never log(0)
+        lse = np.log(s)
+    else:
+        with np.errstate(divide="ignore"):  # a row of all -inf (its shift is 0)
+            lse = np.log(s)
     per_row = lse.reshape(n) - shifted[rows, labels]
     if reduction == "mean":
         ans = per_row.sum() / n
@@ -50,8 +54,8 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         ans = per_row
 
     def vjp(g: Any) -> tuple[Any, None, None]:
-        if fast and isinstance(g, np.ndarray):  # the same formula, in place on a fresh array
-            p = np.exp(logp)
+        p = e / s  # softmax(x), from the forward's pieces
+        if fast and isinstance(g, np.ndarray):  # the same formula, in place on the fresh p
             p[rows, labels] -= 1
             if reduction == "mean":
                 p *= g / n
@@ -62,7 +66,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
             return p, None, None
         onehot = np.zeros(x.shape, dtype=x.dtype)
         onehot[rows, labels] = 1
-        diff = np.exp(logp) - onehot
+        diff = p - onehot
         if reduction == "mean":
             return diff * (g / n), None, None
         if reduction == "sum":
