@@ -141,8 +141,7 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
                 raise ValueError("sgd.update: weight_decay needs params: opt.update(grads, state, params)")
             g = [gi + weight_decay * p for gi, p in zip(g, _flat_arrays(params)[0])]
         if not momentum:
-            neg = -lr
-            return tree_unflatten(state.treedef, [gi * neg for gi in g]), _State(state.step + 1, (), state.treedef)
+            return tree_unflatten(state.treedef, [gi * -lr for gi in g]), _State(state.step + 1, (), state.treedef)
         velocity = tuple(momentum * v + gi for v, gi in zip(state.slots[0], g))
         if nesterov:
             ups = [(gi + momentum * v) * -lr for gi, v in zip(g, velocity)]

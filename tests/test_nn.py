@@ -117,6 +117,36 @@ def test_modules_are_frozen_and_updates_return_new_models():
     assert model.replace(activation="tanh").activation == "tanh" and model.activation == "relu"
 
 
+@dataclasses.dataclass(frozen=True, repr=False, init=False, eq=False)
+class Scaled(nn.Module):
+    """A module of one's own: a child field, a static one and a child sub-module."""
+
+    scale: object
+    inner: object
+    name: str = "s"
+    _static = ("name",)
+
+    def __init__(self, scale, inner, name="s"):
+        nn._set(self, scale=scale, inner=inner, name=name)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nn.Dropout(0.25),  # no children, one static field
+    lambda: nn.Linear(2, 3, rng=0),  # two children, no static field
+    lambda: nn.LayerNorm(3, eps=1e-3),  # two children, one static field
+    lambda: nn.MLP([2, 3, 1], rng=0),  # one child (a tuple of modules), one static field
+    lambda: Scaled(lp.Tensor([2.0]), nn.Linear(1, 1, rng=0, bias=False), name="x"),
+])
+def test_modules_flatten_and_rebuild_field_by_field(make):
+    module = make()
+    flat, treedef = lp.tree_flatten(module)
+    rebuilt = lp.tree_unflatten(treedef, flat)
+    assert type(rebuilt) is type(module) and sorted(vars(rebuilt)) == sorted(vars(module))
+    assert lp.tree_flatten(rebuilt) == (flat, treedef)
+    tagged = lp.tree_unflatten(treedef, list(range(len(flat))))
+    assert lp.tree_flatten(tagged)[0] == list(range(len(flat)))
+
+
 def test_repr_and_parameter_count():
     model = nn.MLP([64, 128, 10], rng=0)
     assert model.num_params == 64 * 128 + 128 + 128 * 10 + 10 == nn.param_count(model)
