@@ -62,12 +62,13 @@ def reverse_pass(
         for p, c in zip(node._parents, cts):
             if c is None or type(p) is not Tensor or not p._trace & mask:
                 continue  # a constant, or an input this pass does not differentiate
+            if chain is None and not heap:  # (nothing waits, so p is not in grads either)
+                chain = p
+                chain_g = c
+                continue
             ps = p._seq
             if ps in grads:
                 grads[ps] = grads[ps] + c
-            elif chain is None and not heap:
-                chain = p
-                chain_g = c
             elif chain is p:
                 chain_g = chain_g + c
             else:

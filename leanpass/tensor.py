@@ -30,6 +30,7 @@ _mask_get = _grad_mask.get
 _next_seq = itertools.count(1).__next__  # creation order: the reverse pass runs in its reverse
 _new = object.__new__
 _PLAIN = (int, float, np.ndarray, np.generic)
+_NUMBER = (float, int)
 _NEITHER, _FIRST, _SECOND, _BOTH = (False, False), (True, False), (False, True), (True, True)
 # Set once any no_grad() block has been entered, in any thread: until then the recorders skip
 # reading the context variable (the common case). The variable stays the source of truth.
@@ -41,50 +42,39 @@ ArrayLike = Any  # a Tensor, NumPy array, nested list or Python number
 def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Callable[[Any, Any], Tensor]:
     """The recorder of a two-input op, used as an operator method (``__mul__ = _binary_op(F.mul, "*")``).
 
-    It runs ``fn`` on the raw values and records the node. This is the hot path: everything
-    is inline, and nothing is recorded when no input requires grad.
+    ``self`` is a Tensor; ``other`` a Tensor, a Python number or an array. It runs ``fn`` on the
+    raw values (``other`` first when ``reflected``) and records the node. This is the hot path:
+    everything is inline, and nothing is recorded when no input requires grad.
     """
 
     def record(self: Any, other: Any) -> Tensor:
-        if reflected:
-            a = other
-            b = self
+        if type(other) is Tensor:
+            od = other._data
+            to = other._trace
+        elif type(other) in _NUMBER:
+            od = other
+            to = 0
         else:
-            a = self
-            b = other
-        ta = tb = 0
-        if type(a) is Tensor:
-            ad = a._data
-            ta = a._trace
-        elif type(a) is float or type(a) is int:
-            ad = a
-        else:
-            ad = _plain(a, name)
-        if type(b) is Tensor:
-            bd = b._data
-            tb = b._trace
-        elif type(b) is float or type(b) is int:
-            bd = b
-        else:
-            bd = _plain(b, name)
-        if ta:
-            need = _BOTH if tb else _FIRST
-        else:
-            need = _SECOND if tb else _NEITHER
-        trace = ta | tb
+            od = _plain(other, name)
+            to = 0
+        ts = self._trace
+        trace = ts | to
         if trace and _no_grad_entered:
             trace &= _mask_get()
         try:
-            out, vjp = fn(ad, bd, need)
+            if reflected:
+                out, vjp = fn(od, self._data, (_BOTH if ts else _FIRST) if to else (_SECOND if ts else _NEITHER))
+            else:
+                out, vjp = fn(self._data, od, (_BOTH if to else _FIRST) if ts else (_SECOND if to else _NEITHER))
         except ValueError as e:
-            raise _shape_error(name, ad, bd, e) from None
+            raise _shape_error(name, self._data, od, reflected, e) from None
         node: Any = _new(_Building)
         node._data = out
         node._grad = None
         if trace:
             node._trace = trace
             node._op = name
-            node._parents = (a, b)
+            node._parents = (other, self) if reflected else (self, other)
             node._vjp = vjp
             node._seq = _next_seq()
         else:
@@ -525,14 +515,21 @@ def _plain(v: Any, name: str) -> Any:
 
 
 def _binary(fn: Callable[..., Any], name: str, a: Any, b: Any) -> Tensor:
-    """Record the two-input op ``fn`` (called ``name``) on ``a`` and ``b``."""
-    record = _BINARY_RECORDERS.get(name)
+    """Record the two-input op ``fn`` (called ``name``) on ``a`` and ``b``, either may be a Tensor."""
+    if type(a) is not Tensor and type(b) is not Tensor:  # constants in, a constant out
+        a, b = _plain(a, name), _plain(b, name)
+        try:
+            return _const(fn(a, b, _NEITHER)[0])
+        except ValueError as e:
+            raise _shape_error(name, a, b, False, e) from None
+    reflected = type(a) is not Tensor
+    record = _BINARY_RECORDERS.get((name, reflected))
     if record is None:
-        record = _BINARY_RECORDERS[name] = _binary_op(fn, name)
-    return record(a, b)
+        record = _BINARY_RECORDERS[name, reflected] = _binary_op(fn, name, reflected)
+    return record(b, a) if reflected else record(a, b)
 
 
-_BINARY_RECORDERS: dict[str, Callable[[Any, Any], Tensor]] = {}
+_BINARY_RECORDERS: dict[tuple[str, bool], Callable[[Any, Any], Tensor]] = {}
 
 
 def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
@@ -604,9 +601,11 @@ _lift.apply = apply
 _numpy_dispatch: Any = None  # leanpass.numpy_dispatch, which sets this when it is imported
 
 
-def _shape_error(name: str, a: Any, b: Any, err: ValueError) -> ValueError:
+def _shape_error(name: str, a: Any, b: Any, swap: bool, err: ValueError) -> ValueError:
     if name == "@":
         return err
+    if swap:
+        a, b = b, a
     sa, sb = np.shape(a), np.shape(b)
     return ValueError(
         f"{name!r}: shapes {sa} and {sb} do not broadcast. NumPy broadcasting lines up trailing "

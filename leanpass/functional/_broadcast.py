@@ -16,14 +16,16 @@ def unbroadcast(g: Any, x: Any) -> Any:
     >>> float(unbroadcast(np.ones((2, 3)), 5.0))
     6.0
     """
-    shape = getattr(x, "shape", ())
-    gshape = g.shape
-    if gshape == shape:
+    # The common case first, and cheaply: this runs once per input of every arithmetic VJP.
+    shape = x.shape if hasattr(x, "shape") else ()
+    if g.shape == shape:
         return g
+    gshape = g.shape
     lead = len(gshape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1
-    )
+    axes = list(range(lead))  # the axes broadcasting added in front
+    for i, n in enumerate(shape):  # and those it stretched from 1 (no generator: no closure cells)
+        if n == 1 and gshape[lead + i] != 1:
+            axes.append(lead + i)
     if axes:
-        g = g.sum(axis=axes)
+        g = g.sum(axis=tuple(axes))
     return g.reshape(shape) if g.shape != shape else g

@@ -22,6 +22,9 @@ from ._broadcast import unbroadcast
 
 BOTH = (True, True)
 Need = tuple[bool, bool]
+# A Python number operand is a constant of the input's shape (it broadcasts without stretching
+# the other input), so when its own cotangent is not wanted the rule is shorter: no unbroadcast.
+NUMBER = (float, int)
 
 
 def add(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
@@ -31,7 +34,19 @@ def add(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     >>> ans, vjp(np.ones(2))[0]
     (array([11., 12.]), array([1., 1.]))
     """
+    if not need[1] and type(y) in NUMBER:  # x + constant: nothing to sum back, no rule to bind
+        return x + y, _to_first
+    if not need[0] and type(x) in NUMBER:
+        return x + y, _to_second
     return x + y, partial(_add_vjp, x, y, need)
+
+
+def _to_first(g: Any) -> tuple[Any, None]:
+    return g, None
+
+
+def _to_second(g: Any) -> tuple[None, Any]:
+    return None, g
 
 
 def _add_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
@@ -45,6 +60,8 @@ def sub(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     >>> ans, vjp(np.ones(2))[1]
     (array([-2., -3.]), array([-1., -1.]))
     """
+    if not need[1] and type(y) in NUMBER:
+        return x - y, _to_first
     return x - y, partial(_sub_vjp, x, y, need)
 
 
@@ -59,11 +76,23 @@ def mul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     >>> vjp(np.ones(2))
     (array([3., 4.]), array([1., 2.]))
     """
+    if not need[1] and type(y) in NUMBER:  # x * constant
+        return x * y, partial(_scale_first, y)
+    if not need[0] and type(x) in NUMBER:  # constant * y
+        return x * y, partial(_scale_second, x)
     return x * y, partial(_mul_vjp, x, y, need)
 
 
 def _mul_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     return (unbroadcast(g * y, x) if need[0] else None, unbroadcast(g * x, y) if need[1] else None)
+
+
+def _scale_first(c: Any, g: Any) -> tuple[Any, None]:
+    return g * c, None
+
+
+def _scale_second(c: Any, g: Any) -> tuple[None, Any]:
+    return None, g * c
 
 
 def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
@@ -73,7 +102,13 @@ def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     >>> vjp(np.ones(1))
     (array([0.5]), array([-0.25]))
     """
+    if not need[1] and type(y) in NUMBER:  # x / constant
+        return x / y, partial(_divide_first, y)
     return x / y, partial(_div_vjp, x, y, need)
+
+
+def _divide_first(c: Any, g: Any) -> tuple[Any, None]:
+    return g / c, None
 
 
 def _div_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
