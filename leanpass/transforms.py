@@ -102,12 +102,13 @@ class _Traced:
     def pull_back(self, roots: list[Any], seeds: list[Any]) -> Any:
         """Cotangents for each differentiated argument, in its own pytree structure."""
         live = [(r, s) for r, s in zip(roots, seeds) if type(r) is Tensor and r._trace & self.bit]
-        with _grad_enabled():
-            if self.nested:
+        if self.nested:  # a recorded pass, even under an outer no_grad()
+            with _grad_enabled():
                 seeds_ = [s if type(s) is Tensor else _const(s) for _, s in live]
-            else:
-                seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
-            leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, self.nested)
+                leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, True)
+        else:  # raw arrays: nothing is recorded
+            seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
+            leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
         results = []
         for (orig, treedef), ins in zip(self.trees, self.inputs):
             grads = []
@@ -158,13 +159,16 @@ def value_and_grad(
                     f"{type(out).__name__}."
                 )
             out = _const(np.asarray(out))
-        if out.size != 1:
+        data = out._data if type(out._data) is np.ndarray else np.asarray(out._data)
+        if data.size != 1:
             raise TypeError(
                 f"grad: gradient is only defined for functions with a scalar output. Output "
                 f"had shape {out.shape}. Reduce it (e.g. .sum() or .mean()), or use "
                 "leanpass.vjp(f, x) to pull back a cotangent of that shape."
             )
-        g = tr.pull_back([out], [np.ones_like(out._data)])
+        seed = np.empty_like(data)  # ones (np.ones_like is a Python function: slower)
+        seed.fill(1)
+        g = tr.pull_back([out], [seed])
         value = tr.finish(out)
         return ((value, tr.finish(aux)), g) if has_aux else (value, g)
 

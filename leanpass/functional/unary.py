@@ -84,7 +84,7 @@ def relu(x: Any) -> tuple[Any, Any]:
 
 
 def _relu_vjp(ans: Any, g: Any) -> tuple[Any]:
-    return (g * np.sign(ans),)
+    return (g * (ans > 0),)  # a boolean mask (SIMD in NumPy, unlike sign); g's dtype is kept
 
 
 def sigmoid(x: Any) -> tuple[Any, Any]:
