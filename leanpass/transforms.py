@@ -31,12 +31,13 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
     """A new input node for ``x`` carrying ``bit``; linked to ``x``'s graph when it has one."""
     if type(x) is Tensor:
         data = x._data
-        if x._trace & _mask_get():
+        if x._trace and x._trace & _mask_get():
             _check_float(data, where)
             return _node(data, x._trace | bit, "identity", (x,), _pass_through)
     else:
         data = x.view() if isinstance(x, np.ndarray) else np.asarray(x)
-    _check_float(data, where)
+    if getattr(data, "dtype", None) is None or data.dtype.kind != "f":
+        _check_float(data, where)  # raises
     return _node(data, bit, "leaf", (), None)
 
 
@@ -55,7 +56,7 @@ def _output(t: Any, ct: Any, like: Any, linked: bool) -> Any:
     if linked:
         return ct if type(ct) is Tensor else _const(ct)
     data = t._data
-    arr = ct if type(ct) is np.ndarray and ct.dtype == data.dtype else np.asarray(ct, dtype=data.dtype)
+    arr = ct if type(ct) is np.ndarray and ct.dtype is data.dtype else np.asarray(ct, dtype=data.dtype)
     if arr.shape != data.shape:
         arr = np.broadcast_to(arr, data.shape)
     if type(like) is Tensor:
