@@ -25,6 +25,7 @@ from .tensor import ArrayLike, Tensor, apply
 __all__ = ["mse", "cross_entropy", "binary_cross_entropy_with_logits"]
 
 _REDUCTIONS = ("mean", "sum", "none")
+_min = np.minimum.reduce  # an array's minimum without the Python wrapper of ndarray.min
 
 
 def _check_reduction(reduction: str, where: str) -> None:
@@ -104,12 +105,15 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean")
     >>> cross_entropy(logits, np.array([[1.0, 0.0], [0.5, 0.5]]), reduction="sum")
     Tensor(0.69314718)
     """
-    _check_reduction(reduction, "cross_entropy")
-    logits = _as_float(logits)
-    shape = np.shape(_raw(logits))
+    if reduction not in _REDUCTIONS:
+        _check_reduction(reduction, "cross_entropy")
+    if type(logits) is not Tensor:
+        logits = _as_float(logits)
+    data = logits._data if type(logits) is Tensor else logits
+    shape = data.shape if type(data) is np.ndarray else np.shape(data)
     if len(shape) < 1:
         raise ValueError("cross_entropy: logits need a class axis (shape (n, classes) or (classes,))")
-    lab = labels._data if type(labels) is Tensor else np.asarray(labels)
+    lab = labels if type(labels) is np.ndarray else labels._data if type(labels) is Tensor else np.asarray(labels)
     if lab.dtype.kind in "iu":
         if lab.shape != shape[:-1]:
             raise ValueError(
@@ -117,7 +121,7 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean")
                 f"class axis), got {lab.shape}."
             )
         classes = shape[-1]
-        if lab.size and lab.min() < 0:  # (too large an index makes the op raise IndexError)
+        if lab.size and _min(lab, axis=None) < 0:  # (too large an index makes the op raise IndexError)
             raise _label_range_error(lab, classes)
         flat = logits if len(shape) == 2 else ops.reshape(logits, (-1, classes))
         try:

@@ -33,7 +33,7 @@ import numpy as np
 from . import ops
 from .data import _generator as _check_rng
 from .tensor import ArrayLike, Tensor
-from .tree import register_pytree, tree_flatten, tree_map
+from .tree import _CACHE, register_pytree, tree_flatten, tree_map
 
 DTypeLike = Any  # np.float32, np.float64, "float32", ...
 
@@ -233,7 +233,7 @@ class Module:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        register_pytree(cls, _flatten_module, functools.partial(_unflatten_module, cls))
+        register_pytree(cls, _flatten_module, functools.partial(_unflatten_module, cls), frozen=True)
 
     # what a subclass overrides
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - abstract
@@ -255,6 +255,11 @@ class Module:
     def __repr__(self) -> str:
         return self._summary()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields, for ``copy``, ``deepcopy`` and ``pickle`` (not the flatten that ``leanpass.tree`` remembers)."""
+        state = self.__dict__
+        return {k: v for k, v in state.items() if k != _CACHE} if _CACHE in state else state
+
     def replace(self, **changes: Any) -> Any:
         """A copy with some fields replaced (the original is unchanged).
 
@@ -263,7 +268,7 @@ class Module:
         True
         """
         new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
+        new.__dict__.update(self.__getstate__())
         for name, value in changes.items():
             if name not in new.__dict__:
                 raise AttributeError(f"{type(self).__name__} has no field {name!r}")
@@ -324,6 +329,8 @@ def _as_input(x: Any, dtype: Any) -> Any:
     recorded ``astype`` (so float64 data never silently turns a float32 model's output float64)."""
     if type(x) is Tensor:
         return x if x._data.dtype == dtype else ops.astype(x, dtype)
+    if type(x) is np.ndarray and x.dtype == dtype:  # the usual batch: no np.asarray call
+        return x
     arr = np.asarray(x)
     return arr if arr.dtype == dtype else arr.astype(dtype)
 
@@ -374,7 +381,8 @@ class Linear(Module):
 
     def __call__(self, x: ArrayLike) -> Tensor:
         """Apply the layer to a batch ``(..., in_features)``."""
-        y = ops.matmul(_as_input(x, self.weight.dtype), self.weight)  # x may be an array: no NumPy dispatch
+        w = self.weight
+        y = ops.matmul(_as_input(x, w._data.dtype if type(w) is Tensor else w.dtype), w)  # no NumPy dispatch
         return y if self.bias is None else y + self.bias
 
     def _summary(self) -> str:

@@ -74,7 +74,7 @@ def _flat_arrays(tree: Any) -> tuple[list[Any], Any]:
 
 
 def _same(treedef: Any, other: Any, what: str) -> None:
-    if treedef != other:
+    if treedef is not other and treedef != other:  # a remembered treedef is the very same object
         raise ValueError(
             f"{what}: the gradients do not have the structure of the parameters / state. Pass grads "
             "computed for these params (leanpass.grad(loss_fn)(params) has the params' structure), "
@@ -224,7 +224,7 @@ def apply_updates(params: Any, updates: Any) -> Any:
     """
     p_leaves, pdef = tree_flatten(params)
     u_leaves, udef = tree_flatten(updates)
-    if pdef != udef:
+    if pdef is not udef and pdef != udef:
         raise ValueError(
             "apply_updates: the updates do not have the structure of the params; pass the updates "
             "that opt.update returned for these params."
@@ -233,8 +233,10 @@ def apply_updates(params: Any, updates: Any) -> Any:
     for p, u in zip(p_leaves, u_leaves):
         data = p._data if type(p) is Tensor else _raw(p)
         u = u._data if type(u) is Tensor else u
-        dtype = getattr(u, "dtype", None)
-        new = data + (u if dtype is data.dtype or dtype == data.dtype else np.asarray(u).astype(data.dtype))
+        if type(u) is not np.ndarray or u.dtype is not data.dtype:  # (the usual case needs no getattr)
+            dtype = getattr(u, "dtype", None)
+            u = u if dtype is data.dtype or dtype == data.dtype else np.asarray(u).astype(data.dtype)
+        new = data + u
         if type(p) is Tensor:
             if p.requires_grad:
                 out.append(Tensor(new, requires_grad=True))

@@ -32,16 +32,35 @@ _REGISTRY: dict[type, tuple[Callable[[Any], tuple[Iterable[Any], Any]], Callable
     type(None): (lambda x: ((), None), lambda meta, ch: None),
 }
 
+# ----- remembered flattens of frozen modules --------------------------------------------------------
+# A frozen module (a frozen dataclass, registered with frozen=True) never changes after it is built:
+# flattening it again walks the same objects, so the result can be remembered on the instance (in
+# its __dict__, under _CACHE). Sound because an entry is kept only when every node of the tree is
+# frozen too (tuples, None, frozen registered classes; a list or dict anywhere could be mutated),
+# each entry records the registry's epoch (register_pytree starts a new one: a leaf type may have
+# become a container), and tree_unflatten only records a module built from a treedef that a walk
+# produced and from leaves that a walk would take as leaves. An entry holds the leaves and the
+# treedef, never the module: no reference cycle. Module.replace and copy / deepcopy / pickle
+# (Module.__getstate__) leave the entry behind.
+_CACHE = "_tree_flatten_cache"  # -> (epoch, leaves tuple, treedef)
+_FROZEN_CLASSES: set[type] = set()
+_epoch = object()
+_TRUSTED: dict[int, TreeDef] = {}  # id -> the treedef of a walked frozen tree (kept alive: ids stay unique)
+
 
 def register_pytree(
     cls: type,
     flatten: Callable[[Any], tuple[Iterable[Any], Any]],
     unflatten: Callable[[Any, list[Any]], Any],
+    *,
+    frozen: bool = False,
 ) -> None:
     """Teach the pytree functions a container type.
 
     ``flatten(obj) -> (children, meta)`` (children: a list, tuple or any iterable) and
-    ``unflatten(meta, children) -> obj`` (children: a new list).
+    ``unflatten(meta, children) -> obj`` (children: a new list). ``frozen=True`` promises that
+    the class is a frozen dataclass whose ``flatten`` returns its own field values (as
+    ``leanpass.nn`` modules do): ``tree_flatten`` may then remember an instance's result.
 
     >>> class Pair:
     ...     def __init__(self, a, b): self.a, self.b = a, b
@@ -49,7 +68,11 @@ def register_pytree(
     >>> tree_flatten(Pair(1.0, 2.0))[0]
     [1.0, 2.0]
     """
+    global _epoch
     _REGISTRY[cls] = (flatten, unflatten)
+    (_FROZEN_CLASSES.add if frozen else _FROZEN_CLASSES.discard)(cls)
+    _epoch = object()  # a leaf type may now be a container: forget every remembered flatten
+    _TRUSTED.clear()
 
 
 def _entry(x: Any) -> Any:
@@ -67,7 +90,32 @@ def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
     [1.0, 2.0]
     """
     leaves: list[Any] = []
-    return leaves, _walk(tree, leaves)
+    if type(tree) not in _FROZEN_CLASSES:
+        return leaves, _walk(tree, leaves)
+    d = tree.__dict__
+    hit = d.get(_CACHE)
+    if hit is not None and hit[0] is _epoch:
+        return list(hit[1]), hit[2]
+    treedef = _walk(tree, leaves)
+    if _frozen(treedef):
+        d[_CACHE] = (_epoch, tuple(leaves), treedef)
+        if len(_TRUSTED) >= 64:
+            _TRUSTED.clear()
+        _TRUSTED[id(treedef)] = treedef
+    return leaves, treedef
+
+
+def _frozen(td: TreeDef) -> bool:
+    """Whether every node of ``td`` is a leaf, a tuple, None or a frozen dataclass registered frozen."""
+    stack = [td]
+    while stack:
+        kind, _, kids = stack.pop()
+        if kind is not None and kind is not tuple and kind is not type(None):
+            params = getattr(kind, "__dataclass_params__", None)
+            if kind not in _FROZEN_CLASSES or params is None or not params.frozen:
+                return False
+        stack.extend(kids)
+    return True
 
 
 def _walk(x: Any, leaves: list[Any]) -> TreeDef:
@@ -105,7 +153,7 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     """
     it = iter(leaves)
     try:
-        tree = _build(treedef, it)
+        tree = next(it) if treedef[0] is None else _build(treedef, it)
         extra = next(it, _NOTHING) is not _NOTHING
     except StopIteration:
         extra = True
@@ -114,16 +162,21 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
             f"tree_unflatten: the structure has {tree_num_leaves(treedef)} leaves, but "
             f"{len(leaves)} were given"
         )
+    if _TRUSTED.get(id(treedef)) is treedef and type(leaves) is list:  # a frozen module: remember
+        for x in leaves:
+            if type(x) in _REGISTRY or isinstance(x, tuple):  # a container given as a leaf
+                return tree
+        tree.__dict__[_CACHE] = (_epoch, tuple(leaves), treedef)
     return tree
 
 
 def _build(td: TreeDef, it: Any) -> Any:
-    kind, meta, kids = td
-    if kind is None:
-        return next(it)
+    kind, meta, kids = td  # a container: leaves are taken inline, here and in tree_unflatten
     children = []  # a loop, not a comprehension: no call of its own (Python 3.11)
     for c in kids:
         children.append(next(it) if c[0] is None else _build(c, it))
+    if kind is tuple:
+        return tuple(children)
     entry = _REGISTRY.get(kind)
     if entry is None:  # a NamedTuple
         return kind(*children)

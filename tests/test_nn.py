@@ -202,3 +202,133 @@ def test_eager_backward_through_a_trainable_model():
     functional = leaves(lp.grad(lambda m: losses.cross_entropy(m(x), np.array([0, 1])))(model))
     for a, b in zip(eager, functional):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# ----- the remembered flatten of frozen modules (leanpass.tree) ------------------------------------
+def _walked(tree):
+    """What a fresh walk gives (the cache bypassed: a shallow copy made without its entry)."""
+    fresh = object.__new__(type(tree))
+    fresh.__dict__.update({k: v for k, v in vars(tree).items() if k != lp.tree._CACHE})
+    return lp.tree_flatten(fresh)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nn.MLP([2, 3, 1], rng=0),
+    lambda: nn.Linear(2, 3, rng=0, bias=False),
+    lambda: nn.LayerNorm(3),
+    lambda: Scaled(lp.Tensor([2.0]), (nn.Linear(1, 1, rng=0), None), name="x"),
+])
+def test_frozen_modules_remember_their_flatten_with_the_walks_result(make):
+    module = make()
+    first, treedef = lp.tree_flatten(module)
+    first.append("caller's own list")  # a fresh list each time: the caller may change it
+    again, treedef2 = lp.tree_flatten(module)
+    walked, walked_def = _walked(module)
+    assert treedef2 is treedef and treedef == walked_def
+    assert len(again) == len(walked) and all(a is b for a, b in zip(again, walked))
+    rebuilt = lp.tree_unflatten(treedef, list(walked))  # remembered from unflatten too
+    assert lp.tree_flatten(rebuilt)[1] is treedef
+    assert all(a is b for a, b in zip(lp.tree_flatten(rebuilt)[0], walked))
+
+
+def test_unflatten_remembers_a_copy_of_the_leaves_and_only_real_leaves():
+    model = nn.Linear(2, 2, rng=0)
+    leaves_, treedef = lp.tree_flatten(model)
+    new = [lp.Tensor(np.ones((2, 2))), lp.Tensor(np.ones(2))]
+    rebuilt = lp.tree_unflatten(treedef, new)
+    new[0] = "changed after the call"
+    assert lp.tree_flatten(rebuilt)[0][0] is rebuilt.weight
+    # a container passed as a leaf is walked into, as it always was
+    odd = lp.tree_unflatten(treedef, [leaves_[0], None])
+    assert lp.tree_flatten(odd) == _walked(odd) == ([leaves_[0]], _walked(odd)[1])
+
+
+def test_replace_copy_deepcopy_and_pickle_do_not_carry_a_stale_flatten():
+    import copy
+    import pickle
+
+    model = nn.MLP([2, 3, 1], rng=0)
+    lp.tree_flatten(model)  # remembered
+    fields = sorted(vars(nn.MLP([2, 3, 1], rng=0)))
+    new_layer = nn.Linear(2, 3, rng=1)
+    replaced = model.replace(layers=(new_layer, model.layers[1]))
+    assert lp.tree_flatten(replaced)[0][0] is new_layer.weight
+    assert sorted(vars(model.replace())) == fields
+    for clone in (copy.copy(model), copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert sorted(vars(clone)) == fields
+        assert [a is b for a, b in zip(lp.tree_flatten(clone)[0], _walked(clone)[0])] == [True] * 4
+    deep = copy.deepcopy(model)
+    assert lp.tree_flatten(deep)[0][0] is deep.layers[0].weight is not model.layers[0].weight
+    assert repr(deep) == repr(model)
+
+
+def test_equality_of_a_dataclass_module_ignores_the_remembered_flatten():
+    @dataclasses.dataclass(frozen=True)
+    class Pair(nn.Module):
+        a: object
+        b: object
+
+    w = np.ones(2)
+    p, q = Pair(w, None), Pair(w, None)
+    lp.tree_flatten(p)
+    assert p == q and repr(p) == repr(q) and repr(p).endswith(f"Pair(a={w!r}, b=None)")
+
+
+def test_save_and_load_of_a_remembered_model(tmp_path):
+    model = nn.MLP([2, 3, 1], rng=0, dtype=np.float64)
+    lp.tree_flatten(model)
+    lp.save(tmp_path / "m.npz", model)
+    for loaded in (lp.load(tmp_path / "m.npz"), lp.load(tmp_path / "m.npz", like=model)):
+        assert repr(loaded) == repr(model)
+        got, treedef = lp.tree_flatten(loaded)
+        assert treedef == lp.tree_flatten(model)[1] and got[0] is loaded.layers[0].weight
+        assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(got, lp.tree_flatten(model)[0]))
+
+
+def test_a_module_holding_a_list_or_dict_is_never_remembered():
+    for children in ([lp.Tensor([1.0])], {"k": lp.Tensor([1.0])}):
+        module = Scaled(lp.Tensor([2.0]), children)
+        before = lp.tree_flatten(module)[0]
+        if isinstance(children, list):
+            children.append(lp.Tensor([3.0]))
+        else:
+            children["j"] = lp.Tensor([3.0])
+        after = lp.tree_flatten(module)[0]
+        assert len(after) == len(before) + 1 and lp.tree._CACHE not in vars(module)
+
+
+def test_registering_a_pytree_type_later_forgets_remembered_flattens():
+    class Box:
+        def __init__(self, items):
+            self.items = items
+
+    module = Scaled(Box((1.0, 2.0)), None)
+    assert len(lp.tree_flatten(module)[0]) == 1
+    lp.register_pytree(Box, lambda b: (b.items, None), lambda meta, ch: Box(tuple(ch)))
+    try:
+        assert lp.tree_flatten(module)[0] == [1.0, 2.0]
+    finally:
+        del lp.tree._REGISTRY[Box]
+
+
+def test_a_dropped_model_and_its_arrays_die_without_the_cycle_collector():
+    import gc
+    import weakref
+
+    model = nn.MLP([3, 4, 2], rng=0, dtype=np.float64)
+    x, y = np.ones((5, 3)), np.array([0, 1, 0, 1, 1])
+    opt = lp.optim.sgd(0.1)
+    state = opt.init(model)
+    gc.disable()
+    try:
+        for _ in range(2):  # a step through grad, update and apply: every flatten remembered
+            grads = lp.grad(lambda m: losses.cross_entropy(m(x), y))(model)
+            updates, state = opt.update(grads, state, model)
+            model = lp.optim.apply_updates(model, updates)
+        assert lp.tree._CACHE in vars(model) and lp.tree._CACHE in vars(grads)
+        refs = [weakref.ref(obj) for obj in (model, grads, updates, *lp.tree_flatten(model)[0],
+                                               *(t._data for t in lp.tree_flatten(model)[0]))]
+        del model, grads, updates, state
+        assert [r() for r in refs] == [None] * len(refs)
+    finally:
+        gc.enable()
