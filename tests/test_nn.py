@@ -332,3 +332,14 @@ def test_a_dropped_model_and_its_arrays_die_without_the_cycle_collector():
         assert [r() for r in refs] == [None] * len(refs)
     finally:
         gc.enable()
+
+
+def test_a_module_that_is_not_a_frozen_dataclass_is_never_remembered():
+    @dataclasses.dataclass(eq=False)
+    class Loose(nn.Module):
+        w: object
+
+    module = Loose(lp.Tensor([1.0]))
+    lp.tree_flatten(module)
+    module.w = lp.Tensor([2.0])
+    assert lp.tree_flatten(module)[0] == [module.w] and lp.tree._CACHE not in vars(module)
