@@ -45,7 +45,8 @@ _REGISTRY: dict[type, tuple[Callable[[Any], tuple[Iterable[Any], Any]], Callable
 _CACHE = "_tree_flatten_cache"  # -> (epoch, leaves tuple, treedef)
 _FROZEN_CLASSES: set[type] = set()
 _epoch = object()
-_TRUSTED: dict[int, TreeDef] = {}  # id -> the treedef of a walked frozen tree (kept alive: ids stay unique)
+# id -> (the treedef of a walked frozen tree (kept alive: ids stay unique), its builder once written)
+_TRUSTED: dict[int, tuple[TreeDef, Any]] = {}
 
 
 def register_pytree(
@@ -101,7 +102,7 @@ def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
         d[_CACHE] = (_epoch, tuple(leaves), treedef)
         if len(_TRUSTED) >= 64:
             _TRUSTED.clear()
-        _TRUSTED[id(treedef)] = treedef
+        _TRUSTED[id(treedef)] = (treedef, None)
     return leaves, treedef
 
 
@@ -151,6 +152,19 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     ...
     ValueError: tree_unflatten: the structure has 3 leaves, but 2 were given
     """
+    trusted = _TRUSTED.get(id(treedef))
+    if trusted is not None and trusted[0] is treedef and type(leaves) is list:  # a frozen module
+        if trusted[1] is None:
+            trusted = _TRUSTED[id(treedef)] = (treedef, _builder(treedef))
+        count, build = trusted[1]
+        if len(leaves) != count:
+            raise ValueError(f"tree_unflatten: the structure has {count} leaves, but {len(leaves)} were given")
+        tree = build(leaves)
+        for x in leaves:  # remember its flatten, unless a leaf given is a container
+            if type(x) in _REGISTRY or isinstance(x, tuple):  # a container given as a leaf
+                return tree
+        tree.__dict__[_CACHE] = (_epoch, tuple(leaves), treedef)
+        return tree
     it = iter(leaves)
     try:
         tree = next(it) if treedef[0] is None else _build(treedef, it)
@@ -162,12 +176,41 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
             f"tree_unflatten: the structure has {tree_num_leaves(treedef)} leaves, but "
             f"{len(leaves)} were given"
         )
-    if _TRUSTED.get(id(treedef)) is treedef and type(leaves) is list:  # a frozen module: remember
-        for x in leaves:
-            if type(x) in _REGISTRY or isinstance(x, tuple):  # a container given as a leaf
-                return tree
-        tree.__dict__[_CACHE] = (_epoch, tuple(leaves), treedef)
     return tree
+
+
+def _builder(td: TreeDef) -> tuple[int, Callable[[list[Any]], Any]]:
+    """``(leaf count, leaves -> tree)`` for a structure met again and again (a model's, each step).
+
+    The function is written out as one Python expression, as ``dataclasses`` writes ``__init__``:
+    ``u0(m0, [(u1(m1, [L[0], L[1]]), u1(m2, [L[2], L[3]]))])`` for an MLP of two Linear layers,
+    so no walk over the structure is left to do. Very deep structures keep ``_build``.
+    """
+    names: dict[str, Any] = {}
+    count = [0]
+    try:
+        code = compile(f"lambda L: {_write(td, names, count)}", "<leanpass tree_unflatten>", "eval")
+    except (RecursionError, SyntaxError, MemoryError):  # too deep to write out
+        return tree_num_leaves(td), lambda leaves: _build(td, iter(leaves))
+    return count[0], eval(code, names)  # noqa: S307 - our own expression, written from the treedef
+
+
+def _write(td: TreeDef, names: dict[str, Any], count: list[int]) -> str:
+    """The expression building ``td`` from the list ``L``; ``names`` gets what it refers to."""
+    kind, meta, kids = td
+    if kind is None:
+        count[0] += 1
+        return f"L[{count[0] - 1}]"
+    parts = ", ".join([_write(k, names, count) for k in kids])
+    if kind is tuple:
+        return f"({parts},)" if kids else "()"
+    i = len(names)
+    entry = _REGISTRY.get(kind)
+    if entry is None:  # a NamedTuple
+        names[f"u{i}"] = kind
+        return f"u{i}({parts})"
+    names[f"u{i}"], names[f"m{i}"] = entry[1], meta
+    return f"u{i}(m{i}, [{parts}])"
 
 
 def _build(td: TreeDef, it: Any) -> Any:

@@ -176,3 +176,36 @@ def test_random_trees_round_trip(tree: Any) -> None:
     assert tree_flatten(tagged)[0] == list(range(len(leaves)))
     assert tree_flatten(tagged)[1] == treedef
     assert tree_map(lambda x: x, tree) == tree
+
+
+def test_a_models_structure_rebuilds_through_its_written_out_builder() -> None:
+    # A walked frozen module's treedef gets a builder written out as one expression (tree._builder).
+    from leanpass import nn
+
+    model = nn.MLP([3, 4, 2], rng=0, dtype=np.float64)
+    leaves, treedef = tree_flatten(model)
+    for _ in range(2):  # the second call reuses the builder
+        rebuilt = tree_unflatten(treedef, [Tensor(np.asarray(x) * 2) for x in leaves])
+        assert type(rebuilt) is nn.MLP and type(rebuilt.layers) is tuple
+        assert rebuilt.activation == model.activation
+        np.testing.assert_array_equal(rebuilt.layers[1].bias.numpy(), leaves[3].numpy() * 2)
+        assert tree_flatten(rebuilt)[1] == treedef
+    with pytest.raises(ValueError, match="the structure has 4 leaves, but 3 were given"):
+        tree_unflatten(treedef, leaves[:3])
+    with pytest.raises(ValueError, match="the structure has 4 leaves, but 5 were given"):
+        tree_unflatten(treedef, [*leaves, leaves[0]])
+
+
+def test_a_structure_too_deep_to_write_out_still_rebuilds() -> None:
+    from leanpass import nn
+
+    deep: Any = np.zeros(2)
+    for _ in range(300):  # deeper than Python's parser takes nested brackets
+        deep = (deep,)
+    layer = nn.Linear(2, 2, rng=0, dtype=np.float64).replace(weight=deep)
+    leaves, treedef = tree_flatten(layer)
+    rebuilt = tree_unflatten(treedef, leaves)
+    inner = rebuilt.weight
+    for _ in range(300):
+        inner = inner[0]
+    assert inner is leaves[0]
