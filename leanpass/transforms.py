@@ -167,8 +167,8 @@ def value_and_grad(
                 f"had shape {out.shape}. Reduce it (e.g. .sum() or .mean()), or use "
                 "leanpass.vjp(f, x) to pull back a cotangent of that shape."
             )
-        seed = np.empty_like(data)  # ones (np.ones_like is a Python function: slower)
-        seed.fill(1)
+        # ones (np.ones_like is a Python function: slower); a scalar loss is 0-d
+        seed = np.array(1, dtype=data.dtype) if data.ndim == 0 else np.ones(data.shape, data.dtype)
         g = tr.pull_back([out], [seed])
         value = tr.finish(out)
         return ((value, tr.finish(aux)), g) if has_aux else (value, g)
