@@ -4,16 +4,19 @@ Every op takes raw arrays (or Python numbers) and returns ``(ans, vjp)``; ``vjp(
 cotangent per input, ``None`` where ``need`` says that input's gradient is not wanted. The Tensor
 layer passes ``need`` so that, for example, a batch of data never costs a gradient.
 
-Each rule sits right under its op as ``_<op>_vjp(saved..., g)``, and the op returns it as
-``functools.partial(rule, saved...)``: one small object per graph node, cheaper for the garbage
-collector than a closure and its cells. The rules use only NumPy functions and operators, so
-the same code runs on Tensors when a differentiable (higher-order) backward pass replays it.
+Each rule sits right under its op as ``_<op>_vjp(saved..., g)``, and the op returns it bound to
+what it saved: ``MethodType(rule, saved)`` when that is one value (the rule becomes a method of
+it: one 64-byte object per graph node), else ``functools.partial(rule, saved...)`` (a partial
+also carries an argument tuple and a keyword dict). Either is cheaper for the garbage collector
+than a closure and its cells. The rules use only NumPy functions and operators, so the same
+code runs on Tensors when a differentiable (higher-order) backward pass replays it.
 """
 
 from __future__ import annotations
 
 import math
 from functools import partial
+from types import MethodType
 from typing import Any
 
 import numpy as np
@@ -77,9 +80,9 @@ def mul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     (array([3., 4.]), array([1., 2.]))
     """
     if not need[1] and type(y) in NUMBER:  # x * constant
-        return x * y, partial(_scale_first, y)
+        return x * y, MethodType(_scale_first, y)
     if not need[0] and type(x) in NUMBER:  # constant * y
-        return x * y, partial(_scale_second, x)
+        return x * y, MethodType(_scale_second, x)
     return x * y, partial(_mul_vjp, x, y, need)
 
 
@@ -103,7 +106,7 @@ def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     (array([0.5]), array([-0.25]))
     """
     if not need[1] and type(y) in NUMBER:  # x / constant
-        return x / y, partial(_divide_first, y)
+        return x / y, MethodType(_divide_first, y)
     return x / y, partial(_div_vjp, x, y, need)
 
 

@@ -1,7 +1,7 @@
 """Elementwise operations of one input. Each returns ``(ans, vjp)`` with ``vjp(g) -> (gx,)``.
 
 As in ``binary.py``, each rule is a module-level ``_<op>_vjp(saved..., g)`` right under its op,
-returned as ``functools.partial(rule, saved...)``.
+returned as ``MethodType(rule, saved)`` (one saved value) or ``functools.partial(rule, saved...)``.
 
 The rules use only NumPy functions and operators on ``x``, ``ans`` and ``g``, so a
 differentiable backward pass can replay them on Tensors.
@@ -10,6 +10,7 @@ differentiable backward pass can replay them on Tensors.
 from __future__ import annotations
 
 from functools import partial
+from types import MethodType
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ def exp(x: Any) -> tuple[Any, Any]:
     (array([2.]),)
     """
     ans = np.exp(x)
-    return ans, partial(_exp_vjp, ans)
+    return ans, MethodType(_exp_vjp, ans)
 
 
 def _exp_vjp(ans: Any, g: Any) -> tuple[Any]:
@@ -65,7 +66,7 @@ def log(x: Any) -> tuple[Any, Any]:
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         ans = np.log(x)
-    return ans, partial(_log_vjp, x)
+    return ans, MethodType(_log_vjp, x)
 
 
 def _log_vjp(x: Any, g: Any) -> tuple[Any]:
@@ -80,7 +81,7 @@ def relu(x: Any) -> tuple[Any, Any]:
     (array([0., 0., 1.]),)
     """
     ans = np.maximum(x, 0.0)
-    return ans, partial(_relu_vjp, ans)
+    return ans, MethodType(_relu_vjp, ans)
 
 
 def _relu_vjp(ans: Any, g: Any) -> tuple[Any]:
@@ -98,7 +99,7 @@ def sigmoid(x: Any) -> tuple[Any, Any]:
     array([0. , 0.5, 1. ])
     """
     ans = np.exp(-np.logaddexp(0, -x))
-    return ans, partial(_sigmoid_vjp, ans)
+    return ans, MethodType(_sigmoid_vjp, ans)
 
 
 def _sigmoid_vjp(ans: Any, g: Any) -> tuple[Any]:
@@ -112,7 +113,7 @@ def tanh(x: Any) -> tuple[Any, Any]:
     (array([1.]),)
     """
     ans = np.tanh(x)
-    return ans, partial(_tanh_vjp, ans)
+    return ans, MethodType(_tanh_vjp, ans)
 
 
 def _tanh_vjp(ans: Any, g: Any) -> tuple[Any]:
@@ -125,7 +126,7 @@ def abs(x: Any) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
     >>> abs(np.array([-2.0, 0.0, 3.0]))[1](np.ones(3))
     (array([-1.,  0.,  1.]),)
     """
-    return np.abs(x), partial(_abs_vjp, x)
+    return np.abs(x), MethodType(_abs_vjp, x)
 
 
 def _abs_vjp(x: Any, g: Any) -> tuple[Any]:
@@ -140,7 +141,7 @@ def sqrt(x: Any) -> tuple[Any, Any]:
     """
     with np.errstate(invalid="ignore"):
         ans = np.sqrt(x)
-    return ans, partial(_sqrt_vjp, ans)
+    return ans, MethodType(_sqrt_vjp, ans)
 
 
 def _sqrt_vjp(ans: Any, g: Any) -> tuple[Any]:
@@ -154,7 +155,7 @@ def square(x: Any) -> tuple[Any, Any]:
     >>> square(np.array([3.0]))[1](np.ones(1))
     (array([6.]),)
     """
-    return x * x, partial(_square_vjp, x)
+    return x * x, MethodType(_square_vjp, x)
 
 
 def _square_vjp(x: Any, g: Any) -> tuple[Any]:
@@ -167,7 +168,7 @@ def sin(x: Any) -> tuple[Any, Any]:
     >>> sin(np.array([0.0]))[1](np.ones(1))
     (array([1.]),)
     """
-    return np.sin(x), partial(_sin_vjp, x)
+    return np.sin(x), MethodType(_sin_vjp, x)
 
 
 def _sin_vjp(x: Any, g: Any) -> tuple[Any]:
@@ -180,7 +181,7 @@ def cos(x: Any) -> tuple[Any, Any]:
     >>> cos(np.array([0.0]))[1](np.ones(1))
     (array([-0.]),)
     """
-    return np.cos(x), partial(_cos_vjp, x)
+    return np.cos(x), MethodType(_cos_vjp, x)
 
 
 def _cos_vjp(x: Any, g: Any) -> tuple[Any]:
@@ -208,7 +209,7 @@ def leaky_relu(x: Any, negative_slope: float = 0.01) -> tuple[Any, Any]:
     array([-0.2,  3. ])
     """
     slope = np.where(x > 0, 1.0, negative_slope).astype(getattr(x, "dtype", np.float64))
-    return x * slope, partial(_leaky_relu_vjp, slope)
+    return x * slope, MethodType(_leaky_relu_vjp, slope)
 
 
 def _leaky_relu_vjp(slope: Any, g: Any) -> tuple[Any]:
