@@ -21,7 +21,7 @@ import numpy as np
 
 from . import functional as F
 from .functional.unary import _pass_through
-from .tensor import CustomVJP, Tensor, _const, _grad_enabled
+from .tensor import _ABSENT, CustomVJP, Tensor, _const, _grad_enabled
 
 
 def reverse_pass(
@@ -51,7 +51,7 @@ def reverse_pass(
             node = nodes.pop(s)
             g = grads.pop(s)
         vjp = node._vjp
-        if vjp is None or (vjp is _pass_through and not node._parents[0]._trace & mask):
+        if vjp is None or (vjp is _pass_through and not node._a._trace & mask):
             leaves[node._seq] = (node, g)
             node = None
             continue
@@ -59,7 +59,8 @@ def reverse_pass(
         # Chain fast path: when nothing else is waiting, a single input's cotangent is final,
         # so it goes straight on to that input's VJP without the heap and the dicts.
         chain: Any = None
-        for p, c in zip(node._parents, cts):
+        parents = (node._a,) if node._b is _ABSENT else (node._a, node._b) + node._rest
+        for p, c in zip(parents, cts):
             if c is None or type(p) is not Tensor or not p._trace & mask:
                 continue  # a constant, or an input this pass does not differentiate
             if chain is None and not heap:  # (nothing waits, so p is not in grads either)

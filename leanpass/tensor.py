@@ -32,6 +32,18 @@ _new = object.__new__
 _PLAIN = (int, float, np.ndarray, np.generic)
 _NUMBER = (float, int)
 _NEITHER, _FIRST, _SECOND, _BOTH = (False, False), (True, False), (False, True), (True, True)
+
+
+class _Absent:
+    """What an unused parent slot of a Tensor holds (a leaf has no parents, a one-input op one)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<no parent>"
+
+
+_ABSENT: Any = _Absent()
 # Set once any no_grad() block has been entered, in any thread: until then the recorders skip
 # reading the context variable (the common case). The variable stays the source of truth.
 _no_grad_entered = 0
@@ -74,13 +86,20 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
         if trace:
             node._trace = trace
             node._op = name
-            node._parents = (other, self) if reflected else (self, other)
+            if reflected:
+                node._a = other
+                node._b = self
+            else:
+                node._a = self
+                node._b = other
+            node._rest = ()
             node._vjp = vjp
             node._seq = _next_seq()
         else:
             node._trace = 0
             node._op = "leaf"
-            node._parents = ()
+            node._a = node._b = _ABSENT
+            node._rest = ()
             node._vjp = None
             node._seq = 0
         node.__class__ = Tensor
@@ -110,13 +129,16 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
         if trace:
             node._trace = trace
             node._op = name
-            node._parents = (x,)
+            node._a = x
+            node._b = _ABSENT
+            node._rest = ()
             node._vjp = vjp
             node._seq = _next_seq()
         else:
             node._trace = 0
             node._op = "leaf"
-            node._parents = ()
+            node._a = node._b = _ABSENT
+            node._rest = ()
             node._vjp = None
             node._seq = 0
         node.__class__ = Tensor
@@ -142,11 +164,15 @@ class Tensor:
     """
 
     # Slots, not a __dict__: a graph node is then one small object for the garbage collector.
-    __slots__ = ("_data", "_trace", "_op", "_parents", "_vjp", "_seq", "_grad", "__weakref__")
+    __slots__ = ("_data", "_trace", "_op", "_a", "_b", "_rest", "_vjp", "_seq", "_grad", "__weakref__")
     _data: Any
     _trace: int
     _op: str
-    _parents: tuple[Any, ...]
+    # The parents, without a tuple per node (one object fewer for the garbage collector to track):
+    # the first two inputs, then any others. ``_parents`` puts them back together.
+    _a: Any
+    _b: Any
+    _rest: tuple[Any, ...]
     _vjp: Callable[[Any], tuple[Any, ...]] | None
     _seq: int
     _grad: Tensor | None
@@ -170,7 +196,14 @@ class Tensor:
                 "Pass float data (e.g. Tensor([1.0, 2.0])) or dtype=np.float64 / np.float32."
             )
         arr.flags.writeable = False
-        _fill(self, arr, 1 if requires_grad else 0, "leaf", (), None, _next_seq())
+        _fill(self, arr, 1 if requires_grad else 0, _next_seq())
+
+    @property
+    def _parents(self) -> tuple[Any, ...]:
+        """The op's inputs in order: Tensors are the graph's edges, anything else a constant it took."""
+        if self._b is _ABSENT:
+            return () if self._a is _ABSENT else (self._a,)
+        return (self._a, self._b) + self._rest
 
     # ----- what a user reads -------------------------------------------------------------
     @property
@@ -468,10 +501,10 @@ class _Building(Tensor):
     __delattr__ = object.__delattr__
 
 
-def _fill(t: Any, data: Any, trace: int, op: str, parents: tuple[Any, ...], vjp: Any, seq: int) -> None:
-    """Write every slot of a new Tensor (used off the hot path; the recorders inline it)."""
-    for name, value in (("_data", data), ("_trace", trace), ("_op", op), ("_parents", parents),
-                        ("_vjp", vjp), ("_seq", seq), ("_grad", None)):
+def _fill(t: Any, data: Any, trace: int, seq: int) -> None:
+    """Write every slot of a new leaf Tensor (``Tensor.__init__`` is frozen; the recorders inline this)."""
+    for name, value in (("_data", data), ("_trace", trace), ("_op", "leaf"), ("_a", _ABSENT), ("_b", _ABSENT),
+                        ("_rest", ()), ("_vjp", None), ("_seq", seq), ("_grad", None)):
         object.__setattr__(t, name, value)
 
 
@@ -482,7 +515,8 @@ def _const(out: Any) -> Tensor:
     t._data = out
     t._trace = 0
     t._op = "leaf"
-    t._parents = ()
+    t._a = t._b = _ABSENT
+    t._rest = ()
     t._vjp = None
     t._seq = 0
     t._grad = None
@@ -496,7 +530,10 @@ def _node(out: Any, trace: int, name: str, parents: tuple[Any, ...], vjp: Any) -
     t._data = out
     t._trace = trace
     t._op = name
-    t._parents = parents
+    n = len(parents)
+    t._a = parents[0] if n else _ABSENT
+    t._b = parents[1] if n > 1 else _ABSENT
+    t._rest = parents[2:]
     t._vjp = vjp
     t._seq = _next_seq()
     t._grad = None
