@@ -3,7 +3,8 @@
 A Tensor holds a read-only array and, when it was computed from Tensors that require grad,
 the node of the graph that made it: ``_op`` (the op's name in ``functional.OPS``), ``_parents``
 (the op's inputs in order: Tensors are the graph's edges, anything else is a constant the op
-was called with) and ``_vjp`` (the op's rule, bound to the raw arrays it saved).
+was called with; kept in the slots ``_a``, ``_b`` and ``_rest`` rather than a tuple per node)
+and ``_vjp`` (the op's rule, bound to the raw arrays it saved).
 
 ``_trace`` is a bit mask saying which differentiations a Tensor takes part in: bit 0 for
 ``requires_grad`` leaves (``.backward()``), one higher bit per nested ``grad``/``vjp`` transform.
