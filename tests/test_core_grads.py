@@ -395,3 +395,22 @@ def test_polynomial_gradient_at_zero() -> None:
 
     assert lp.grad(poly)(0.0) == 2.0  # c1
     assert lp.grad(lp.grad(poly))(0.0) == 6.0  # 2 c2
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+def test_a_python_number_operand_gets_the_short_rule_with_the_same_cotangents(name: str) -> None:
+    # With a Python number whose cotangent is not wanted the op binds a shorter rule; it must
+    # give what the general rule gives (and the general rule is still used when it is wanted).
+    fn = getattr(F, name)
+    x, g = randn(2, 3), randn(2, 3)
+    short = fn(x, 1.5, (True, False))[1](g)
+    general = fn(x, np.float64(1.5), (True, False))[1](g)  # a NumPy scalar: the general rule
+    np.testing.assert_allclose(short[0], general[0], rtol=1e-15)
+    assert short[1] is None
+    both = fn(x, 1.5)[1](g)  # need defaults to both: the number's cotangent is summed back
+    np.testing.assert_allclose(both[0], general[0], rtol=1e-15)
+    assert np.shape(both[1]) == ()
+    if name in ("add", "mul"):  # the number on the left
+        left = fn(1.5, x, (False, True))[1](g)
+        assert left[0] is None
+        np.testing.assert_allclose(left[1], fn(np.float64(1.5), x, (False, True))[1](g)[1], rtol=1e-15)

@@ -383,3 +383,15 @@ def test_deepcopy_of_a_parameter_dict_is_independent() -> None:
     (params["w"] * 2.0).sum().backward()
     assert best["w"].grad is None
     np.testing.assert_array_equal(best["w"].numpy(), [1.0, 2.0])
+
+
+def test_parents_of_one_input_ops_ops_with_constants_and_many_inputs() -> None:
+    a = Tensor([1.0, 2.0], requires_grad=True)
+    b = Tensor([3.0, 4.0], requires_grad=True)
+    assert a._parents == ()
+    assert a.relu()._parents[0] is a and len(a.relu()._parents) == 1
+    s = a.sum(axis=0, keepdims=True)
+    assert s._parents[0] is a and s._parents[1:] == (0, True)
+    c = lp.concatenate([a, b, a])
+    assert [p is q for p, q in zip(c._parents[1:], (a, b, a))] == [True, True, True]
+    assert (a * 2.0)._parents[1] == 2.0 and (2.0 * a)._parents == (2.0, a)
