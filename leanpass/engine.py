@@ -1,10 +1,12 @@
 """The one reverse pass, and ``Tensor.backward`` on top of it.
 
 The pass walks the graph from its roots in reverse creation order (a max-heap on each node's
-sequence number; a run of single-input nodes skips it), so every node's cotangent is complete
-before its VJP runs. It visits only
-nodes whose trace has a bit of ``mask`` (the nodes that depend on the inputs being
-differentiated), frees each cotangent as soon as it is passed on, and never recurses.
+sequence number), so every node's cotangent is complete before its VJP runs. Leaves have no
+VJP to wait for, so their cotangents are added up as they come; a run of nodes with a single
+differentiated non-leaf input (a chain, or a layer stack whose other inputs are parameters)
+skips the heap too. It visits only nodes whose trace has a bit of ``mask`` (the nodes that
+depend on the inputs being differentiated), frees each cotangent as soon as it is passed on,
+and never recurses.
 
 First order, the VJPs run on raw arrays. With ``create_graph=True`` each node's rule is
 replayed on its parent Tensors (``functional.OPS[node._op](*node._parents)``, or the function
@@ -52,7 +54,8 @@ def reverse_pass(
             g = grads.pop(s)
         vjp = node._vjp
         if vjp is None or (vjp is _pass_through and not node._a._trace & mask):
-            leaves[node._seq] = (node, g)
+            hit = leaves.get(node._seq)  # (a root that is a leaf may also be reached below)
+            leaves[node._seq] = (node, g) if hit is None else (node, hit[1] + g)
             node = None
             continue
         cts = _replay(node, g, mask) if create_graph else vjp(g)
@@ -63,6 +66,11 @@ def reverse_pass(
         for p, c in zip(parents, cts):
             if c is None or type(p) is not Tensor or not p._trace & mask:
                 continue  # a constant, or an input this pass does not differentiate
+            if p._vjp is None:  # a leaf (a parameter): no VJP to wait for, so no heap either
+                ps = p._seq
+                hit = leaves.get(ps)
+                leaves[ps] = (p, c) if hit is None else (p, hit[1] + c)
+                continue
             if chain is None and not heap:  # (nothing waits, so p is not in grads either)
                 chain = p
                 chain_g = c
