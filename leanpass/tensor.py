@@ -81,28 +81,22 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
                 out, vjp = fn(self._data, od, (_BOTH if to else _FIRST) if ts else (_SECOND if to else _NEITHER))
         except ValueError as e:
             raise _shape_error(name, self._data, od, reflected, e) from None
+        if not trace:
+            return _const(out)
         node: Any = _new(_Building)
         node._data = out
         node._grad = None
-        if trace:
-            node._trace = trace
-            node._op = name
-            if reflected:
-                node._a = other
-                node._b = self
-            else:
-                node._a = self
-                node._b = other
-            node._rest = ()
-            node._vjp = vjp
-            node._seq = _next_seq()
+        node._trace = trace
+        node._op = name
+        if reflected:
+            node._a = other
+            node._b = self
         else:
-            node._trace = 0
-            node._op = "leaf"
-            node._a = node._b = _ABSENT
-            node._rest = ()
-            node._vjp = None
-            node._seq = 0
+            node._a = self
+            node._b = other
+        node._rest = ()
+        node._vjp = vjp
+        node._seq = _next_seq()
         node.__class__ = Tensor
         return node
 
@@ -124,24 +118,18 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
         out, vjp = fn(xd)
         if trace and _no_grad_entered:
             trace &= _mask_get()
+        if not trace:
+            return _const(out)
         node: Any = _new(_Building)
         node._data = out
         node._grad = None
-        if trace:
-            node._trace = trace
-            node._op = name
-            node._a = x
-            node._b = _ABSENT
-            node._rest = ()
-            node._vjp = vjp
-            node._seq = _next_seq()
-        else:
-            node._trace = 0
-            node._op = "leaf"
-            node._a = node._b = _ABSENT
-            node._rest = ()
-            node._vjp = None
-            node._seq = 0
+        node._trace = trace
+        node._op = name
+        node._a = x
+        node._b = _ABSENT
+        node._rest = ()
+        node._vjp = vjp
+        node._seq = _next_seq()
         node.__class__ = Tensor
         return node
 
