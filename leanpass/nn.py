@@ -277,19 +277,35 @@ class Module:
 
 
 _Getter = Callable[[dict[str, Any]], tuple[Any, ...]]  # an instance's ``__dict__`` -> some of its values
+_Unflatten = Callable[[Any, list[Any]], Any]
 # class -> (its child (non-static) field names in order, a getter of their values, a getter of the
-# static fields' values). Filled on first use: the fields are only known once the dataclass
-# decorator has run, after ``__init_subclass__``.
-_SPECS: dict[type, tuple[tuple[str, ...], _Getter, _Getter]] = {}
+# static fields' values, its unflatten). Filled on first use: the fields are only known once the
+# dataclass decorator has run, after ``__init_subclass__``.
+_SPECS: dict[type, tuple[tuple[str, ...], _Getter, _Getter, _Unflatten]] = {}
 
 
-def _spec(cls: type) -> tuple[tuple[str, ...], _Getter, _Getter]:
+def _spec(cls: type) -> tuple[tuple[str, ...], _Getter, _Getter, _Unflatten]:
     spec = _SPECS.get(cls)
     if spec is None:
         static = cls._static  # type: ignore[attr-defined]
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in static)
-        spec = _SPECS[cls] = (names, _getter(names), _getter(static))
+        fields = tuple(f.name for f in dataclasses.fields(cls))
+        names = tuple(n for n in fields if n not in static)
+        unflatten = _unflattener(cls, fields, names, static)
+        spec = _SPECS[cls] = (names, _getter(names), _getter(static), unflatten)
+        register_pytree(cls, _flatten_module, unflatten, frozen=True)  # replaces _unflatten_module
     return spec
+
+
+def _unflattener(cls: type, fields: tuple[str, ...], names: tuple[str, ...], static: tuple[str, ...]) -> _Unflatten:
+    """``(meta, children) -> instance`` of ``cls``, written out once for its fields, as ``dataclasses``
+    writes ``__init__``: ``o = new(cls); d = o.__dict__; d["weight"] = ch[0]; ...; return o``.
+    It builds a module in half the time of a loop over the fields (an SGD step builds a dozen)."""
+    body = "".join(
+        f"    d[{f!r}] = {f'meta[{static.index(f)}]' if f in static else f'ch[{names.index(f)}]'}\n" for f in fields
+    )
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    exec(f"def unflatten(meta, ch):\n    o = new(cls)\n    d = o.__dict__\n{body}    return o\n", namespace)  # noqa: S102
+    return namespace["unflatten"]
 
 
 def _dynamic_fields(cls: type) -> tuple[str, ...]:
@@ -305,18 +321,14 @@ def _getter(names: tuple[str, ...]) -> _Getter:
 
 
 def _flatten_module(obj: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    _, children, meta = _SPECS.get(type(obj)) or _spec(type(obj))
+    _, children, meta, _ = _SPECS.get(type(obj)) or _spec(type(obj))
     d = obj.__dict__
     return children(d), meta(d)
 
 
 def _unflatten_module(cls: type, meta: Any, children: list[Any]) -> Any:
-    obj: Any = object.__new__(cls)
-    d = obj.__dict__
-    if meta:
-        d.update(zip(cls._static, meta))  # type: ignore[attr-defined]
-    d.update(zip((_SPECS.get(cls) or _spec(cls))[0], children))
-    return obj
+    """A module class's unflatten until its first use, when ``_spec`` registers the written-out one."""
+    return _spec(cls)[3](meta, children)
 
 
 def _set(obj: Any, **values: Any) -> None:

@@ -142,9 +142,27 @@ def test_modules_flatten_and_rebuild_field_by_field(make):
     flat, treedef = lp.tree_flatten(module)
     rebuilt = lp.tree_unflatten(treedef, flat)
     assert type(rebuilt) is type(module) and sorted(vars(rebuilt)) == sorted(vars(module))
+    fields = [f.name for f in dataclasses.fields(module)]
+    assert [k for k in vars(rebuilt) if k in fields] == fields  # in field order, as __init__ sets them
+    assert all(getattr(rebuilt, f) == getattr(module, f) for f in module._static)
     assert lp.tree_flatten(rebuilt) == (flat, treedef)
     tagged = lp.tree_unflatten(treedef, list(range(len(flat))))
     assert lp.tree_flatten(tagged)[0] == list(range(len(flat)))
+
+
+def test_a_module_class_unflattened_before_its_first_flatten():
+    @dataclasses.dataclass(frozen=True, repr=False, init=False, eq=False)
+    class Pair(nn.Module):
+        left: object
+        tag: str
+        right: object
+        _static = ("tag",)
+
+    from leanpass.tree import _LEAF, TreeDef
+
+    pair = lp.tree_unflatten(TreeDef(Pair, ("t",), (_LEAF, _LEAF)), [1.0, 2.0])
+    assert (pair.left, pair.tag, pair.right) == (1.0, "t", 2.0)
+    assert lp.tree_flatten(pair)[0] == [1.0, 2.0]
 
 
 def test_repr_and_parameter_count():
