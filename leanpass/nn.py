@@ -394,7 +394,11 @@ class Linear(Module):
     def __call__(self, x: ArrayLike) -> Tensor:
         """Apply the layer to a batch ``(..., in_features)``."""
         w = self.weight
-        y = ops.matmul(_as_input(x, w._data.dtype if type(w) is Tensor else w.dtype), w)  # no NumPy dispatch
+        if type(w) is Tensor:  # the Tensor's own recorders (an array on the left: no NumPy dispatch)
+            x = _as_input(x, w._data.dtype)
+            y = x @ w if type(x) is Tensor else w.__rmatmul__(x)
+        else:
+            y = ops.matmul(_as_input(x, w.dtype), w)
         return y if self.bias is None else y + self.bias
 
     def _summary(self) -> str:

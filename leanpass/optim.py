@@ -93,9 +93,10 @@ def _check_lr(lr: LearningRate, where: str) -> None:
 
 
 def _grads(grads: Any, state_def: Any, where: str) -> list[Any]:
-    g, gdef = _flat_arrays(grads)
-    _same(state_def, gdef, where)
-    return g
+    leaves, gdef = tree_flatten(grads)
+    if gdef is not state_def:  # (the gradient of a model remembers the model's very treedef)
+        _same(state_def, gdef, where)
+    return [x._data if type(x) is Tensor else _raw(x) for x in leaves]
 
 
 class _State(NamedTuple):
@@ -104,6 +105,11 @@ class _State(NamedTuple):
     step: int
     slots: tuple[tuple[Any, ...], ...]
     treedef: Any
+
+
+def _state(step: int, slots: tuple[tuple[Any, ...], ...], treedef: Any) -> _State:
+    """``_State(step, slots, treedef)``, made in C (a NamedTuple's own ``__new__`` is Python)."""
+    return tuple.__new__(_State, (step, slots, treedef))
 
 
 # ----- the optimizers ---------------------------------------------------------------------------
@@ -131,23 +137,24 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
     def init(params: Any) -> _State:
         arrays, treedef = _flat_arrays(params)
         slots = (tuple(np.zeros_like(p) for p in arrays),) if momentum else ()
-        return _State(0, slots, treedef)
+        return _state(0, slots, treedef)
 
     def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
         g = _grads(grads, state.treedef, "sgd.update")
-        lr = _lr_at(learning_rate, state.step)
+        lr = learning_rate if type(learning_rate) is float else _lr_at(learning_rate, state.step)
         if weight_decay:
             if params is None:
                 raise ValueError("sgd.update: weight_decay needs params: opt.update(grads, state, params)")
             g = [gi + weight_decay * p for gi, p in zip(g, _flat_arrays(params)[0])]
         if not momentum:
-            return tree_unflatten(state.treedef, [gi * -lr for gi in g]), _State(state.step + 1, (), state.treedef)
+            neg = -lr
+            return tree_unflatten(state.treedef, [gi * neg for gi in g]), _state(state.step + 1, (), state.treedef)
         velocity = tuple(momentum * v + gi for v, gi in zip(state.slots[0], g))
         if nesterov:
             ups = [(gi + momentum * v) * -lr for gi, v in zip(g, velocity)]
         else:
             ups = [v * -lr for v in velocity]
-        return tree_unflatten(state.treedef, ups), _State(state.step + 1, (velocity,), state.treedef)
+        return tree_unflatten(state.treedef, ups), _state(state.step + 1, (velocity,), state.treedef)
 
     return Optimizer(init, update)
 
@@ -190,7 +197,7 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
 
     def init(params: Any) -> _State:
         arrays, treedef = _flat_arrays(params)
-        return _State(0, (tuple(np.zeros_like(p) for p in arrays), tuple(np.zeros_like(p) for p in arrays)), treedef)
+        return _state(0, (tuple(np.zeros_like(p) for p in arrays), tuple(np.zeros_like(p) for p in arrays)), treedef)
 
     def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
         g = _grads(grads, state.treedef, f"{name}.update")
@@ -207,7 +214,7 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
             if params is None:
                 raise ValueError(f"{name}.update: weight decay needs params: opt.update(grads, state, params)")
             ups = [u - (lr * weight_decay) * p for u, p in zip(ups, _flat_arrays(params)[0])]
-        return tree_unflatten(state.treedef, ups), _State(t, (mu, nu), state.treedef)
+        return tree_unflatten(state.treedef, ups), _state(t, (mu, nu), state.treedef)
 
     return Optimizer(init, update)
 
@@ -237,12 +244,8 @@ def apply_updates(params: Any, updates: Any) -> Any:
             dtype = getattr(u, "dtype", None)
             u = u if dtype is data.dtype or dtype == data.dtype else np.asarray(u).astype(data.dtype)
         new = data + u
-        if type(p) is Tensor:
-            if p.requires_grad:
-                out.append(Tensor(new, requires_grad=True))
-            else:
-                new.setflags(write=False)
-                out.append(_const(new))
+        if type(p) is Tensor:  # (its array is locked read-only when a user reads it: Tensor.data)
+            out.append(Tensor(new, requires_grad=True) if p._trace else _const(new))
         elif isinstance(p, np.ndarray):
             out.append(new)
         else:

@@ -73,6 +73,15 @@ def _detach_tree(tree: Any) -> Any:
     return tree_map(lambda x: _const(x._data) if type(x) is Tensor else x, tree)
 
 
+_ONES: dict[Any, np.ndarray] = {}  # dtype -> a read-only 0-d 1
+
+
+def _one(dtype: Any) -> np.ndarray:
+    one = _ONES[dtype] = np.array(1, dtype)
+    one.flags.writeable = False
+    return one
+
+
 class _Traced:
     """One call of a transformed function: fresh inputs, the output, and how to pull back."""
 
@@ -86,10 +95,17 @@ class _Traced:
         self.bit = 2 << depth
         self.nested = depth > 0
         self.where = where
-        self.trees = [tree_flatten(args[n]) for n in nums]
-        self.inputs = [[_fresh(x, self.bit, where) for x in leaves] for leaves, _ in self.trees]
+        bit = self.bit
+        self.trees = []
+        self.inputs = []
         new_args = list(args)
-        for n, (_, treedef), ins in zip(nums, self.trees, self.inputs):
+        for n in nums:  # (loops, not comprehensions: no call of their own in Python 3.11)
+            leaves, treedef = tree_flatten(args[n])
+            ins = []
+            for x in leaves:
+                ins.append(_fresh(x, bit, where))
+            self.trees.append((leaves, treedef))
+            self.inputs.append(ins)
             new_args[n] = tree_unflatten(treedef, ins)
         token = _depth.set(depth + 1)
         enabled = _grad_mask.set(-1)  # record inside f even under an outer no_grad()
@@ -111,12 +127,18 @@ class _Traced:
             seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
             leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
         results = []
+        nested = self.nested
         for (orig, treedef), ins in zip(self.trees, self.inputs):
             grads = []
             for x, t in zip(orig, ins):
                 hit = leaves.get(t._seq)
                 ct = hit[1] if hit is not None else np.zeros_like(t._data)
-                grads.append(_output(t, ct, x, self.nested))
+                data = t._data
+                if (type(x) is Tensor and not nested and type(ct) is np.ndarray and ct.dtype is data.dtype
+                        and ct.shape == data.shape):  # a model's parameter: the usual case, inline
+                    grads.append(_const(ct))
+                else:
+                    grads.append(_output(t, ct, x, nested))
             results.append(tree_unflatten(treedef, grads))
         return results[0] if self.single else tuple(results)
 
@@ -167,8 +189,8 @@ def value_and_grad(
                 f"had shape {out.shape}. Reduce it (e.g. .sum() or .mean()), or use "
                 "leanpass.vjp(f, x) to pull back a cotangent of that shape."
             )
-        # ones (np.ones_like is a Python function: slower); a scalar loss is 0-d
-        seed = np.array(1, dtype=data.dtype) if data.ndim == 0 else np.ones(data.shape, data.dtype)
+        # a scalar loss is 0-d: its seed is a shared read-only 1 (a rule never writes into its g)
+        seed = (_ONES.get(data.dtype) or _one(data.dtype)) if data.ndim == 0 else np.ones(data.shape, data.dtype)
         g = tr.pull_back([out], [seed])
         value = tr.finish(out)
         return ((value, tr.finish(aux)), g) if has_aux else (value, g)
