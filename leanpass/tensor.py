@@ -29,7 +29,6 @@ from .functional import _lift
 _grad_mask: ContextVar[int] = ContextVar("leanpass_grad_mask", default=-1)
 _mask_get = _grad_mask.get
 _next_seq = itertools.count(1).__next__  # creation order: the reverse pass runs in its reverse
-_new = object.__new__
 _PLAIN = (int, float, np.ndarray, np.generic)
 _NUMBER = (float, int)
 _NEITHER, _FIRST, _SECOND, _BOTH = (False, False), (True, False), (False, True), (True, True)
@@ -83,7 +82,7 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
             raise _shape_error(name, self._data, od, reflected, e) from None
         if not trace:
             return _const(out)
-        node: Any = _new(_Building)
+        node: Any = _Building()
         node._data = out
         node._grad = None
         node._trace = trace
@@ -120,7 +119,7 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
             trace &= _mask_get()
         if not trace:
             return _const(out)
-        node: Any = _new(_Building)
+        node: Any = _Building()
         node._data = out
         node._grad = None
         node._trace = trace
@@ -488,6 +487,9 @@ class _Building(Tensor):
     # Both, so that CPython uses its C attribute setter directly (the slot serves set and delete).
     __setattr__ = object.__setattr__
     __delattr__ = object.__delattr__
+    # ``_Building()`` then makes an empty one in C, without Tensor.__init__ (and more cheaply than
+    # ``object.__new__(_Building)``, which goes through a Python-level method wrapper).
+    __init__ = object.__init__
 
 
 def _fill(t: Any, data: Any, trace: int, seq: int) -> None:
@@ -500,7 +502,7 @@ def _fill(t: Any, data: Any, trace: int, seq: int) -> None:
 # ----- recording ------------------------------------------------------------------------------
 def _const(out: Any) -> Tensor:
     """A Tensor that records nothing (a constant, or any result computed under no_grad)."""
-    t: Any = _new(_Building)
+    t: Any = _Building()
     t._data = out
     t._trace = 0
     t._op = "leaf"
@@ -515,7 +517,7 @@ def _const(out: Any) -> Tensor:
 
 def _node(out: Any, trace: int, name: str, parents: tuple[Any, ...], vjp: Any) -> Tensor:
     """A recorded Tensor: ``out`` made by op ``name`` from ``parents``, pulled back by ``vjp``."""
-    t: Any = _new(_Building)
+    t: Any = _Building()
     t._data = out
     t._trace = trace
     t._op = name

@@ -74,13 +74,22 @@ def _log_vjp(x: Any, g: Any) -> tuple[Any]:
         return (g / x,)
 
 
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
+_ZERO64, _ZERO32 = np.zeros((), _F64), np.zeros((), _F32)
+_ZERO64.flags.writeable = _ZERO32.flags.writeable = False
+
+
 def relu(x: Any) -> tuple[Any, Any]:
     """``max(x, 0)``. Cotangent ``g`` where ``x > 0``, else 0 (so relu'(0) = 0).
 
     >>> relu(np.array([-1.0, 0.0, 2.0]))[1](np.ones(3))
     (array([0., 0., 1.]),)
     """
-    ans = np.maximum(x, 0.0)
+    if type(x) is np.ndarray:  # a 0-d zero of x's dtype: NumPy converts a Python 0.0 on every call
+        dtype = x.dtype
+        ans = np.maximum(x, _ZERO64 if dtype is _F64 else _ZERO32 if dtype is _F32 else 0.0)
+    else:
+        ans = np.maximum(x, 0.0)
     return ans, MethodType(_relu_vjp, ans)
 
 
