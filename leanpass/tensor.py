@@ -500,16 +500,17 @@ def _fill(t: Any, data: Any, trace: int, seq: int) -> None:
 
 
 # ----- recording ------------------------------------------------------------------------------
-def _const(out: Any) -> Tensor:
-    """A Tensor that records nothing (a constant, or any result computed under no_grad)."""
+def _const(out: Any, trace: int = 0, seq: int = 0) -> Tensor:
+    """A leaf Tensor: one that records nothing (a constant, or any result computed under no_grad),
+    or with ``trace`` and ``seq`` given, a new input of a transform."""
     t: Any = _Building()
     t._data = out
-    t._trace = 0
+    t._trace = trace
     t._op = "leaf"
     t._a = t._b = _ABSENT
     t._rest = ()
     t._vjp = None
-    t._seq = 0
+    t._seq = seq
     t._grad = None
     t.__class__ = Tensor
     return t

@@ -21,7 +21,7 @@ import numpy as np
 
 from .engine import reverse_pass
 from .functional.unary import _pass_through
-from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _node
+from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
 from .tree import tree_flatten, tree_map, tree_unflatten
 
 _depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
@@ -36,9 +36,10 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
             return _node(data, x._trace | bit, "identity", (x,), _pass_through)
     else:
         data = x.view() if isinstance(x, np.ndarray) else np.asarray(x)
-    if getattr(data, "dtype", None) is None or data.dtype.kind != "f":
+    dtype = getattr(data, "dtype", None)
+    if dtype is None or dtype.kind != "f":
         _check_float(data, where)  # raises
-    return _node(data, bit, "leaf", (), None)
+    return _const(data, bit, _next_seq())
 
 
 def _check_float(data: Any, where: str) -> None:
