@@ -191,7 +191,9 @@ def value_and_grad(
                 "leanpass.vjp(f, x) to pull back a cotangent of that shape."
             )
         # a scalar loss is 0-d: its seed is a shared read-only 1 (a rule never writes into its g)
-        seed = (_ONES.get(data.dtype) or _one(data.dtype)) if data.ndim == 0 else np.ones(data.shape, data.dtype)
+        seed = _ONES.get(data.dtype) if data.ndim == 0 else np.ones(data.shape, data.dtype)
+        if seed is None:
+            seed = _one(data.dtype)
         g = tr.pull_back([out], [seed])
         value = tr.finish(out)
         return ((value, tr.finish(aux)), g) if has_aux else (value, g)

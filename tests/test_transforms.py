@@ -48,6 +48,17 @@ def test_grad_does_not_change_the_users_array() -> None:
     np.testing.assert_array_equal(x, [1.0, 2.0])
 
 
+def test_the_gradient_of_the_output_itself_is_a_read_only_one_that_stays_one() -> None:
+    # A scalar loss's seed is shared between calls; it reaches the caller only read-only.
+    for x in (np.array(2.0), np.array(2.0, np.float32), Tensor(2.0)):
+        g = lp.grad(lambda v: v)(x)
+        data = g.numpy() if type(g) is Tensor else g
+        assert data == 1.0 and data.dtype == np.asarray(x).dtype and not data.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            data[...] = 5.0
+        assert lp.grad(lambda v: v)(x) == 1.0
+
+
 def test_grad_of_a_function_that_ignores_its_input_is_zero() -> None:
     assert grad(lambda x: 5.0)(3.0) == 0.0
     np.testing.assert_array_equal(grad(lambda x, y: (y * 2.0).sum())(np.ones(2), np.ones(3)), np.zeros(2))
