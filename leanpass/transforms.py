@@ -134,12 +134,7 @@ class _Traced:
             for x, t in zip(orig, ins):
                 hit = leaves.get(t._seq)
                 ct = hit[1] if hit is not None else np.zeros_like(t._data)
-                data = t._data
-                if (type(x) is Tensor and not nested and type(ct) is np.ndarray and ct.dtype is data.dtype
-                        and ct.shape == data.shape):  # a model's parameter: the usual case, inline
-                    grads.append(_const(ct))
-                else:
-                    grads.append(_output(t, ct, x, nested))
+                grads.append(_output(t, ct, x, nested))
             results.append(tree_unflatten(treedef, grads))
         return results[0] if self.single else tuple(results)
 
