@@ -23,7 +23,7 @@ import numpy as np
 
 from . import functional as F
 from .functional.unary import _pass_through
-from .tensor import _ABSENT, CustomVJP, Tensor, _const, _grad_enabled
+from .tensor import CustomVJP, Tensor, _const, _grad_enabled
 
 
 def reverse_pass(
@@ -61,8 +61,19 @@ def reverse_pass(
         cts = _replay(node, g, mask) if create_graph else vjp(g)
         # Chain fast path: when nothing else is waiting, a single input's cotangent is final,
         # so it goes straight on to that input's VJP without the heap and the dicts.
+        b = node._b
+        if type(b) is not Tensor and not node._rest:  # one input (beside it, if any, a constant)
+            p = node._a
+            if not heap and type(p) is Tensor and p._vjp is not None:
+                c = cts[0]
+                if c is not None and p._trace & mask:
+                    node = p
+                    g = c
+                    continue
+            parents: tuple[Any, ...] = (p,)
+        else:
+            parents = (node._a, b) + node._rest
         chain: Any = None
-        parents = (node._a,) if node._b is _ABSENT else (node._a, node._b) + node._rest
         for p, c in zip(parents, cts):
             if c is None or type(p) is not Tensor or not p._trace & mask:
                 continue  # a constant, or an input this pass does not differentiate
