@@ -414,3 +414,19 @@ def test_a_python_number_operand_gets_the_short_rule_with_the_same_cotangents(na
         left = fn(1.5, x, (False, True))[1](g)
         assert left[0] is None
         np.testing.assert_allclose(left[1], fn(np.float64(1.5), x, (False, True))[1](g)[1], rtol=1e-15)
+
+
+def test_the_rule_of_a_constant_is_shared_but_zero_keeps_its_sign() -> None:
+    # A rule bound to a Python-number constant is kept for the next op with that constant; 0.0
+    # and -0.0 compare equal, so they must not share one (the gradient's zeros carry the sign).
+    x = np.array([1.0, 2.0])
+    assert F.mul(x, 0.75, (True, False))[1] is F.mul(x * 2, 0.75, (True, False))[1]
+    for order in ((0.0, -0.0), (-0.0, 0.0)):
+        for c in order:  # g * c is a signed zero, g / c a signed infinity: the sign of c either way
+            with np.errstate(divide="ignore"):
+                for g in (F.mul(x, c, (True, False))[1](np.ones(2))[0], F.mul(c, x, (False, True))[1](np.ones(2))[1],
+                          F.div(x, c, (True, False))[1](np.ones(2))[0]):
+                    assert list(np.signbit(g)) == [np.signbit(c)] * 2, c
+    t = Tensor([1.0, 2.0], requires_grad=True)
+    (t * -0.0 + t * 0.0).sum().backward()
+    assert not np.signbit(t.grad.numpy()).any()  # -0.0 + 0.0 is +0.0

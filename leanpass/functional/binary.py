@@ -72,6 +72,22 @@ def _sub_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     return (unbroadcast(g, x) if need[0] else None, unbroadcast(-g, y) if need[1] else None)
 
 
+# Rules bound to a Python-number constant, kept for the next op with the same constant: a chain
+# like ``y = y * 0.999`` then makes no rule object per node (one object fewer for the garbage
+# collector to walk). At most 256 constants per rule; never 0, since -0.0 == 0.0 would share.
+_SCALE_FIRST: dict[Any, Any] = {}
+_SCALE_SECOND: dict[Any, Any] = {}
+_DIVIDE_FIRST: dict[Any, Any] = {}
+
+
+def _bound(cache: dict[Any, Any], rule: Any, c: Any) -> Any:
+    """``rule`` bound to the constant ``c`` (see above); the ops look in ``cache`` first."""
+    vjp = MethodType(rule, c)
+    if c and len(cache) < 256:
+        cache[c] = vjp
+    return vjp
+
+
 def mul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x * y``. Each input's cotangent is ``g`` times the other input.
 
@@ -80,9 +96,9 @@ def mul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     (array([3., 4.]), array([1., 2.]))
     """
     if not need[1] and type(y) in NUMBER:  # x * constant
-        return x * y, MethodType(_scale_first, y)
+        return x * y, _SCALE_FIRST.get(y) or _bound(_SCALE_FIRST, _scale_first, y)
     if not need[0] and type(x) in NUMBER:  # constant * y
-        return x * y, MethodType(_scale_second, x)
+        return x * y, _SCALE_SECOND.get(x) or _bound(_SCALE_SECOND, _scale_second, x)
     return x * y, partial(_mul_vjp, x, y, need)
 
 
@@ -106,7 +122,7 @@ def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     (array([0.5]), array([-0.25]))
     """
     if not need[1] and type(y) in NUMBER:  # x / constant
-        return x / y, MethodType(_divide_first, y)
+        return x / y, _DIVIDE_FIRST.get(y) or _bound(_DIVIDE_FIRST, _divide_first, y)
     return x / y, partial(_div_vjp, x, y, need)
 
 
