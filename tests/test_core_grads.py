@@ -430,3 +430,24 @@ def test_the_rule_of_a_constant_is_shared_but_zero_keeps_its_sign() -> None:
     t = Tensor([1.0, 2.0], requires_grad=True)
     (t * -0.0 + t * 0.0).sum().backward()
     assert not np.signbit(t.grad.numpy()).any()  # -0.0 + 0.0 is +0.0
+
+
+@pytest.mark.parametrize("name", ["mul", "div"])
+def test_a_kept_constant_rule_gives_numpys_own_values_and_dtypes(name: str) -> None:
+    # The same constant met with arrays of several dtypes, in turn and again: each result (and
+    # its cotangent) is bit for bit what NumPy computes with the Python float itself.
+    fn, op = getattr(F, name), {"mul": np.multiply, "div": np.divide}[name]
+    arrays = [np.array([1.5, -2.0, 6e4], dtype) for dtype in (np.float64, np.float32, np.float16)]
+    arrays.append(np.array([3, -4]))  # an integer array: a float constant makes it float64
+    with np.errstate(over="ignore"):
+        for x in arrays + arrays:
+            for c in (0.3, 1e300):
+                ans, vjp = fn(x, c, (True, False))
+                want = op(x, c)
+                assert ans.dtype == want.dtype and ans.tobytes() == want.tobytes(), (x.dtype, c)
+                g = np.ones(x.shape, want.dtype)
+                assert vjp(g)[0].tobytes() == op(g, c).tobytes()
+                if name == "mul":
+                    ans, vjp = fn(c, x, (False, True))
+                    assert ans.dtype == want.dtype and ans.tobytes() == want.tobytes()
+                    assert vjp(g)[1].tobytes() == op(g, c).tobytes()
