@@ -93,10 +93,9 @@ def _check_lr(lr: LearningRate, where: str) -> None:
 
 
 def _grads(grads: Any, state_def: Any, where: str) -> list[Any]:
-    leaves, gdef = tree_flatten(grads)
-    if gdef is not state_def:  # (the gradient of a model remembers the model's very treedef)
-        _same(state_def, gdef, where)
-    return [x._data if type(x) is Tensor else _raw(x) for x in leaves]
+    g, gdef = _flat_arrays(grads)
+    _same(state_def, gdef, where)
+    return g
 
 
 class _State(NamedTuple):
@@ -141,7 +140,7 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
 
     def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
         g = _grads(grads, state.treedef, "sgd.update")
-        lr = learning_rate if type(learning_rate) is float else _lr_at(learning_rate, state.step)
+        lr = _lr_at(learning_rate, state.step)
         if weight_decay:
             if params is None:
                 raise ValueError("sgd.update: weight_decay needs params: opt.update(grads, state, params)")
