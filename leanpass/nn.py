@@ -32,7 +32,7 @@ import numpy as np
 
 from . import ops
 from .data import _generator as _check_rng
-from .tensor import ArrayLike, Tensor
+from .tensor import ArrayLike, Tensor, _linear
 from .tree import _CACHE, register_pytree, tree_flatten, tree_map
 
 DTypeLike = Any  # np.float32, np.float64, "float32", ...
@@ -393,13 +393,11 @@ class Linear(Module):
 
     def __call__(self, x: ArrayLike) -> Tensor:
         """Apply the layer to a batch ``(..., in_features)``."""
-        w = self.weight
-        if type(w) is Tensor:  # the Tensor's own recorders (an array on the left: no NumPy dispatch)
-            x = _as_input(x, w._data.dtype)
-            y = x @ w if type(x) is Tensor else w.__rmatmul__(x)
-        else:
-            y = ops.matmul(_as_input(x, w.dtype), w)
-        return y if self.bias is None else y + self.bias
+        w, b = self.weight, self.bias
+        x = _as_input(x, w._data.dtype if type(w) is Tensor else w.dtype)
+        if b is None:
+            return ops.matmul(x, w)
+        return _linear(x, w, b)  # one op: x @ w + b
 
     def _summary(self) -> str:
         extra = "" if self.bias is not None else ", bias=False"

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
-from .tensor import ArrayLike, Tensor, _binary, _shape_arg, _unary, _value, apply
+from .tensor import ArrayLike, Tensor, _binary, _linear, _shape_arg, _unary, _value, apply
 
 
 def _tensor(x: ArrayLike) -> Any:
@@ -72,6 +72,17 @@ def matmul(x: ArrayLike, y: ArrayLike) -> Tensor:
     Tensor([[11.]])
     """
     return _binary(F.matmul, "@", _tensor(x), _tensor(y))
+
+
+def linear(x: ArrayLike, w: ArrayLike, b: ArrayLike) -> Tensor:
+    """``x @ w + b`` as one op (``_op == "linear"``): what ``nn.Linear`` computes.
+
+    ``w`` has shape ``(in, out)``; ``b`` must broadcast to the shape of ``x @ w`` (usually ``(out,)``).
+
+    >>> linear(Tensor([[1.0, 2.0]]), Tensor([[3.0], [4.0]]), Tensor([0.5]))
+    Tensor([[11.5]])
+    """
+    return _linear(_tensor(x), _tensor(w), _tensor(b))
 
 
 def negative(x: ArrayLike) -> Tensor:

@@ -104,6 +104,50 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
     return record
 
 
+def _linear(x: Any, w: Any, b: Any) -> Tensor:
+    """Record ``x @ w + b`` (op ``"linear"``), each input a Tensor or a plain array: a dense
+    layer's one node. Inline like the binary recorders (``apply`` would cost a third more)."""
+    trace = 0
+    if type(x) is Tensor:
+        tx = x._trace
+        trace = tx
+        xd = x._data
+    else:
+        tx = 0
+        xd = _plain(x, "linear")
+    if type(w) is Tensor:
+        tw = w._trace
+        trace |= tw
+        wd = w._data
+    else:
+        tw = 0
+        wd = _plain(w, "linear")
+    if type(b) is Tensor:
+        tb = b._trace
+        trace |= tb
+        bd = b._data
+    else:
+        tb = 0
+        bd = _plain(b, "linear")
+    if trace and _no_grad_entered:
+        trace &= _mask_get()
+    out, vjp = F.linear(xd, wd, bd, (tx != 0, tw != 0, tb != 0))
+    if not trace:
+        return _const(out)
+    node: Any = _Building()
+    node._data = out
+    node._grad = None
+    node._trace = trace
+    node._op = "linear"
+    node._a = x
+    node._b = w
+    node._rest = (b,)
+    node._vjp = vjp
+    node._seq = _next_seq()
+    node.__class__ = Tensor
+    return node
+
+
 def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
     """The recorder of a one-input op without parameters, used as a method (``relu = _unary_op(F.relu, "relu")``)."""
 
@@ -589,22 +633,26 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
     """
     trace = 0
     raw = []
-    for a in args:
+    need = []  # which inputs are differentiated (for the ops that take need=)
+    for a in args:  # (a loop, not comprehensions: no call of their own in Python 3.11)
         if type(a) is Tensor:
             trace |= a._trace
             raw.append(a._data)
+            need.append(a._trace != 0)
         else:
             raw.append(a)
+            need.append(False)
     if trace and _no_grad_entered:
         trace &= _mask_get()
     builtin = F.OPS.get(name)
-    if builtin is not None and builtin is not fn:
+    if builtin is None:
+        out, vjp = fn(*raw)
+    elif builtin is not fn:
         raise ValueError(
             f"apply: {name!r} is the name of a built-in op; give your op a name of its own."
         )
-    if name in F.TAKES_NEED:
-        need = tuple(type(a) is Tensor and a._trace != 0 for a in args)
-        out, vjp = fn(*raw, need=need)
+    elif name in F.TAKES_NEED:
+        out, vjp = fn(*raw, need=tuple(need))
     else:
         out, vjp = fn(*raw)
     if not trace:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._broadcast import unbroadcast as unbroadcast
-from .binary import add, div, logaddexp, matmul, maximum, minimum, mul, power, sub
+from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
@@ -71,7 +71,7 @@ OPS: dict[str, Callable[..., Any]] = {
         f.__name__: f
         for f in (
             abs, astype, broadcast_to, clip, concatenate, cos, einsum, exp, expand_dims, gelu,
-            getitem, identity, leaky_relu, log, log_softmax, logaddexp, logsumexp, max, maximum,
+            getitem, identity, leaky_relu, linear, log, log_softmax, logaddexp, logsumexp, max, maximum,
             mean, min, minimum, relu, reshape, sigmoid, sin, softmax, softplus, sqrt, square,
             squeeze, stack, std, sum, swapaxes, tanh, transpose, unindex, var, where,
         )
@@ -79,6 +79,6 @@ OPS: dict[str, Callable[..., Any]] = {
 }
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
-TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "maximum", "minimum", "logaddexp", "where", "einsum"})
+TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
 
 __all__ = sorted(["OPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])

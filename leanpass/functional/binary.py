@@ -1,4 +1,5 @@
-"""Operations with two differentiable inputs: arithmetic, ``@`` and elementwise binary functions.
+"""Operations with two differentiable inputs: arithmetic, ``@`` and elementwise binary functions
+(and ``linear``, ``@`` with a bias: a dense layer as one op).
 
 Every op takes raw arrays (or Python numbers) and returns ``(ans, vjp)``; ``vjp(g)`` returns one
 cotangent per input, ``None`` where ``need`` says that input's gradient is not wanted. The Tensor
@@ -220,6 +221,45 @@ def _matmul_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     if need[1]:
         gy = unbroadcast(np.swapaxes(x2, -1, -2) @ g2, y2).reshape(y.shape)
     return gx, gy
+
+
+def linear(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool] = (True, True, True)) -> tuple[Any, Any]:
+    """``x @ w + b`` as one op: a dense layer (``w`` is ``(in, out)``, ``b`` broadcasts to the result).
+
+    The cotangents are matmul's (``g @ w.T`` to ``x``, ``x.T @ g`` to ``w``) and ``g`` summed
+    back to ``b``'s shape. One node instead of two, and the bias is added in place into the
+    fresh product: no second array per layer.
+
+    >>> ans, vjp = linear(np.ones((2, 3)), np.ones((3, 4)), np.arange(4.0))
+    >>> ans[0], vjp(np.ones((2, 4)))[2]
+    (array([3., 4., 5., 6.]), array([2., 2., 2., 2.]))
+    """
+    try:
+        out = x @ w
+    except ValueError:
+        raise ValueError(_matmul_message(np.shape(x), np.shape(w))) from None
+    if type(out) is np.ndarray and type(b) is np.ndarray and b.dtype is out.dtype and b.shape == out.shape[-1:]:
+        out += b  # (the usual bias: a row of the product's dtype) into the product, which is ours
+    else:
+        shape = np.shape(out)
+        out = out + b
+        if np.shape(out) != shape:  # g must keep the product's shape for matmul's rule
+            raise ValueError(
+                f"linear: the bias of shape {np.shape(b)} would broadcast x @ w of shape {shape} "
+                f"to {np.shape(out)}; give a bias that broadcasts to {shape}, such as shape {shape[-1:]}."
+            )
+    return out, partial(_linear_vjp, x, w, b, need)
+
+
+def _linear_vjp(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool], g: Any) -> tuple[Any, Any, Any]:
+    if x.ndim == 2 and w.ndim == 2:  # the common case, kept short
+        gx = g @ w.T if need[0] else None
+        gw = x.T @ g if need[1] else None
+    else:
+        gx, gw = _matmul_vjp(x, w, (need[0], need[1]), g)
+    if not need[2]:
+        return gx, gw, None
+    return gx, gw, (g.sum(axis=0) if g.ndim == 2 and np.ndim(b) == 1 else unbroadcast(g, b))
 
 
 def _matmul_message(xs: tuple[int, ...], ys: tuple[int, ...]) -> str:
