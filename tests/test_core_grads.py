@@ -132,6 +132,20 @@ def test_relu_gradient_at_zero_is_zero() -> None:
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 1.0])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_relu_vjp_multiplies_into_its_own_array_and_never_into_g(dtype: Any) -> None:
+    """The rule writes g * sign(ans) into the fresh sign array: a read-only or shared g is only read."""
+    ans, vjp = F.relu(np.array([[-1.5, 0.0, 2.0], [3.0, -0.5, 1.0]], dtype))
+    g = np.array([10.0, 20.0, 30.0], dtype)  # broadcast over the rows, read-only
+    g.flags.writeable = False
+    (ct,) = vjp(g)
+    np.testing.assert_array_equal(ct, [[0.0, 0.0, 30.0], [10.0, 0.0, 30.0]])
+    assert ct.dtype == dtype and not np.shares_memory(ct, g) and not np.shares_memory(ct, ans)
+    np.testing.assert_array_equal(g, [10.0, 20.0, 30.0])
+    (again,) = vjp(g)  # nothing the rule keeps was changed by the first call
+    np.testing.assert_array_equal(again, ct)
+
+
 def test_sigmoid_is_stable_at_large_inputs() -> None:
     x = Tensor([-1000.0, -50.0, 0.0, 50.0, 1000.0], requires_grad=True)
     with np.errstate(over="raise", invalid="raise", divide="raise"):  # overflow or nan would raise

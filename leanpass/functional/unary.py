@@ -96,7 +96,9 @@ def relu(x: Any) -> tuple[Any, Any]:
 def _relu_vjp(ans: Any, g: Any) -> tuple[Any]:
     # sign, not a boolean mask (ans > 0): half the cost on small arrays, where a VJP's time is
     # all call overhead (the mask wins only from ~10,000 elements, by about a third)
-    return (g * np.sign(ans),)
+    s = np.sign(ans)
+    s *= g  # into the fresh sign (a Tensor, when replayed, makes a new one instead)
+    return (s,)
 
 
 def sigmoid(x: Any) -> tuple[Any, Any]:
