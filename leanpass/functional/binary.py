@@ -25,6 +25,7 @@ import numpy as np
 from ._broadcast import unbroadcast
 
 BOTH = (True, True)
+_add_reduce = np.add.reduce
 Need = tuple[bool, bool]
 # A Python number operand is a constant of the input's shape (it broadcasts without stretching
 # the other input), so when its own cotangent is not wanted the rule is shorter: no unbroadcast.
@@ -259,7 +260,9 @@ def _linear_vjp(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool], g: Any) -
         gx, gw = _matmul_vjp(x, w, (need[0], need[1]), g)
     if not need[2]:
         return gx, gw, None
-    return gx, gw, (g.sum(axis=0) if g.ndim == 2 and np.ndim(b) == 1 else unbroadcast(g, b))
+    if type(g) is np.ndarray and g.ndim == 2 and type(b) is np.ndarray and b.ndim == 1:
+        return gx, gw, _add_reduce(g, 0)  # (g.sum(axis=0) without ndarray.sum's Python wrapper)
+    return gx, gw, unbroadcast(g, b)
 
 
 def _matmul_message(xs: tuple[int, ...], ys: tuple[int, ...]) -> str:

@@ -37,9 +37,10 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
     fast = isinstance(x, np.ndarray)  # raw arrays (first order); a Tensor means a replayed, recorded pass
     # Subtract each row's maximum (a constant) before exp. A row with an infinite maximum gives
     # nan either way, so the raw path skips the finiteness check that _shift makes.
-    shifted = x - (x.max(axis=-1, keepdims=True) if fast else _shift(x, -1))
+    # (raw arrays reduce with the ufuncs themselves: ndarray.max and .sum are Python wrappers)
+    shifted = x - (np.maximum.reduce(x, axis=-1, keepdims=True) if fast else _shift(x, -1))
     e = np.exp(shifted)
-    s = e.sum(axis=-1, keepdims=True)  # methods: no np.sum wrapper
+    s = np.add.reduce(e, axis=-1, keepdims=True) if fast else e.sum(axis=-1, keepdims=True)
     if fast:  # s >= 1 (the maximum's own exp(0)) or nan: never log(0)
         lse = np.log(s)
     else:
@@ -47,9 +48,9 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
             lse = np.log(s)
     per_row = lse.reshape(n) - shifted[rows, labels]
     if reduction == "mean":
-        ans = per_row.sum() / n
+        ans = (np.add.reduce(per_row) if fast else per_row.sum()) / n
     elif reduction == "sum":
-        ans = per_row.sum()
+        ans = np.add.reduce(per_row) if fast else per_row.sum()
     else:
         ans = per_row
 
