@@ -106,7 +106,7 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
 
 def _linear(x: Any, w: Any, b: Any) -> Tensor:
     """Record ``x @ w + b`` (op ``"linear"``), each input a Tensor or a plain array: a dense
-    layer's one node. Written out like the binary recorders (``apply`` costs a third more)."""
+    layer's one node. Its own recorder, like the binary ops' (``apply`` costs a third more)."""
     xd, tx = (x._data, x._trace) if type(x) is Tensor else (_plain(x, "linear"), 0)
     wd, tw = (w._data, w._trace) if type(w) is Tensor else (_plain(w, "linear"), 0)
     bd, tb = (b._data, b._trace) if type(b) is Tensor else (_plain(b, "linear"), 0)

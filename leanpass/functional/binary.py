@@ -253,11 +253,7 @@ def linear(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool] = (True, True, 
 
 
 def _linear_vjp(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool], g: Any) -> tuple[Any, Any, Any]:
-    if x.ndim == 2 and w.ndim == 2:  # the common case, kept short
-        gx = g @ w.T if need[0] else None
-        gw = x.T @ g if need[1] else None
-    else:
-        gx, gw = _matmul_vjp(x, w, (need[0], need[1]), g)
+    gx, gw = _matmul_vjp(x, w, (need[0], need[1]), g)  # (g has the product's shape)
     if not need[2]:
         return gx, gw, None
     if type(g) is np.ndarray and g.ndim == 2 and type(b) is np.ndarray and b.ndim == 1:
