@@ -123,6 +123,29 @@ def test_clip_by_global_norm_and_chain():
         optim.clip_by_global_norm(0.0)
 
 
+def test_every_leaf_gets_its_own_update_in_leaf_order():
+    # update and apply_updates work from the last leaf to the first; what they return must still
+    # pair each parameter with its own gradient and state
+    params = {"a": lp.Tensor([1.0, 2.0]), "b": [np.array([3.0]), lp.Tensor(np.full((2, 2), 4.0))]}
+    grads = {"a": np.array([0.5, -0.5]), "b": [np.array([2.0]), np.full((2, 2), -1.0)]}
+    p_leaves = [np.asarray(x) for x in lp.tree_flatten(params)[0]]
+    g_leaves = lp.tree_flatten(grads)[0]
+    cases = [
+        (optim.sgd(0.1), lambda p, g: p - 0.1 * g),
+        (optim.sgd(0.1, weight_decay=0.5), lambda p, g: p - 0.1 * (g + 0.5 * p)),
+        (optim.sgd(0.1, momentum=0.9), lambda p, g: p - 0.1 * g),  # first step: v = g
+        (optim.sgd(0.1, momentum=0.9, nesterov=True), lambda p, g: p - 0.1 * 1.9 * g),
+        (optim.adam(0.1), lambda p, g: p - 0.1 * np.sign(g)),  # first step: -lr * sign(g)
+        (optim.adamw(0.1, weight_decay=0.5), lambda p, g: p - 0.1 * np.sign(g) - 0.05 * p),
+    ]
+    for opt, expected in cases:
+        updates, _ = opt.update(grads, opt.init(params), params)
+        new = optim.apply_updates(params, updates)
+        for got, p, g in zip(lp.tree_flatten(new)[0], p_leaves, g_leaves):
+            np.testing.assert_allclose(np.asarray(got), expected(p, g), rtol=1e-7)
+        assert type(new["a"]) is lp.Tensor and isinstance(new["b"][0], np.ndarray)
+
+
 def test_structure_mismatch_is_a_clear_error():
     opt = optim.adam()
     state = opt.init({"w": np.zeros(2)})
@@ -132,6 +155,9 @@ def test_structure_mismatch_is_a_clear_error():
         optim.apply_updates({"w": np.zeros(2)}, [np.zeros(2)])
     with pytest.raises(ValueError, match="needs params"):
         optim.adamw(0.1).update({"w": np.zeros(2)}, optim.adamw(0.1).init({"w": np.zeros(2)}))
+    for opt in (optim.sgd(0.1, weight_decay=0.1), optim.adamw(0.1)):  # params unlike the state's
+        with pytest.raises(ValueError, match="structure of the parameters"):
+            opt.update({"w": np.zeros(2)}, opt.init({"w": np.zeros(2)}), {"w": np.zeros(2), "v": np.zeros(2)})
 
 
 def test_eager_style_collect_grads_and_training_decreases_the_loss():
