@@ -77,15 +77,19 @@ def numpy_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> float:
 
 
 # ----- the LeanPass step ----------------------------------------------------------------------------
-def leanpass_setup(sizes: list[int], batch: int, dtype: Any) -> tuple[Callable[[], float], Any]:
-    """A closure running one LeanPass training step on an MLP with the same weights."""
+Data = tuple[list[np.ndarray], np.ndarray, np.ndarray]
+
+
+def leanpass_setup(sizes: list[int], batch: int, dtype: Any,
+                   data: Data | None = None) -> tuple[Callable[[], float], Any]:
+    """A closure running one LeanPass training step on an MLP with the same weights (and batch)."""
     import leanpass as lp
     from leanpass import losses, nn, optim
 
-    params, x, y = make_data(sizes, batch, dtype)
+    params, x, y = data or make_data(sizes, batch, dtype)
     model = nn.MLP(sizes, rng=0, dtype=dtype)
     leaves, treedef = lp.tree_flatten(model)
-    model = lp.tree_unflatten(treedef, [lp.Tensor(p) for p in params])
+    model = lp.tree_unflatten(treedef, [lp.Tensor(p.copy()) for p in params])
 
     def loss_fn(m: Any, xb: np.ndarray, yb: np.ndarray) -> Any:
         return losses.cross_entropy(m(xb), yb)
@@ -104,8 +108,9 @@ def leanpass_setup(sizes: list[int], batch: int, dtype: Any) -> tuple[Callable[[
     return step, state
 
 
-def numpy_setup(sizes: list[int], batch: int, dtype: Any) -> Callable[[], float]:
-    params, x, y = make_data(sizes, batch, dtype)
+def numpy_setup(sizes: list[int], batch: int, dtype: Any, data: Data | None = None) -> Callable[[], float]:
+    params, x, y = data or make_data(sizes, batch, dtype)
+    params = [p.copy() for p in params]  # (updated in place)
     return lambda: numpy_step(params, x, y)
 
 
@@ -121,10 +126,16 @@ def check_same_losses(sizes: list[int], batch: int, dtype: Any) -> None:
 
 
 def time_pair(sizes: list[int], batch: int, dtype: Any, repeats: int, inner: int) -> dict[str, float]:
-    """Median time per step of each side, timed alternately."""
+    """Median time per step of each side, timed alternately.
+
+    Both sides train on the very same input array: where an array starts in memory (its
+    alignment) moves the matrix products' speed by a few percent, and two separately made
+    copies would give one side a lucky placement by chance.
+    """
     check_same_losses(sizes, batch, dtype)
-    np_step = numpy_setup(sizes, batch, dtype)
-    lp_step, _ = leanpass_setup(sizes, batch, dtype)
+    data = make_data(sizes, batch, dtype)
+    np_step = numpy_setup(sizes, batch, dtype, data)
+    lp_step, _ = leanpass_setup(sizes, batch, dtype, data)
     for _ in range(max(3, inner)):  # warm-up
         np_step()
         lp_step()
