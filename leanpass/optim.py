@@ -30,7 +30,7 @@ Eager style (``.backward()`` leaves gradients in ``.grad``): read them with ``co
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -92,22 +92,11 @@ def _check_lr(lr: LearningRate, where: str) -> None:
         raise ValueError(f"{where}: learning_rate must be a number >= 0 or a schedule (step -> float), got {lr!r}")
 
 
-def _grads(grads: Any, state_def: Any, where: str) -> list[Any]:
-    g, gdef = _flat_arrays(grads)
-    _same(state_def, gdef, where)
-    return g
-
-
-# Leaf order. ``update`` and ``apply_updates`` work through the leaves last to first, as a
-# hand-written backward pass updates its layers: the gradient pass makes the first layer's
-# gradient last, and the next forward pass reads the first layer's new weights first, so going
-# backwards keeps the arrays being handed on in cache (3-5% of a large MLP step in an A/B). What
-# they return is in leaf order.
-def _last_first(fn: Callable[..., Any], *columns: Sequence[Any]) -> list[Any]:
-    """``[fn(*xs) for xs in zip(*columns)]``, computed from the last leaf to the first."""
-    out = [fn(*xs) for xs in zip(*[reversed(c) for c in columns])]
-    out.reverse()
-    return out
+def _arrays(tree: Any, state_def: Any, where: str) -> list[Any]:
+    """The leaves of ``tree`` (grads, or params) as arrays, checked to have the state's structure."""
+    arrays, treedef = _flat_arrays(tree)
+    _same(state_def, treedef, where)
+    return arrays
 
 
 class _State(NamedTuple):
@@ -151,22 +140,20 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
         return _state(0, slots, treedef)
 
     def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
-        g = _grads(grads, state.treedef, "sgd.update")
+        g = _arrays(grads, state.treedef, "sgd.update")
         lr = _lr_at(learning_rate, state.step)
         if weight_decay:
             if params is None:
                 raise ValueError("sgd.update: weight_decay needs params: opt.update(grads, state, params)")
-            g = _last_first(lambda gi, p: gi + weight_decay * p, g, _grads(params, state.treedef, "sgd.update"))
+            g = [gi + weight_decay * p for gi, p in zip(g, _arrays(params, state.treedef, "sgd.update"))]
         if not momentum:
             neg = -lr
-            ups = [gi * neg for gi in reversed(g)]  # _last_first written out: the hot path
-            ups.reverse()
-            return tree_unflatten(state.treedef, ups), _state(state.step + 1, (), state.treedef)
-        velocity = tuple(_last_first(lambda v, gi: momentum * v + gi, state.slots[0], g))
+            return tree_unflatten(state.treedef, [gi * neg for gi in g]), _state(state.step + 1, (), state.treedef)
+        velocity = tuple(momentum * v + gi for v, gi in zip(state.slots[0], g))
         if nesterov:
-            ups = _last_first(lambda gi, v: (gi + momentum * v) * -lr, g, velocity)
+            ups = [(gi + momentum * v) * -lr for gi, v in zip(g, velocity)]
         else:
-            ups = _last_first(lambda v: v * -lr, velocity)
+            ups = [v * -lr for v in velocity]
         return tree_unflatten(state.treedef, ups), _state(state.step + 1, (velocity,), state.treedef)
 
     return Optimizer(init, update)
@@ -213,21 +200,21 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
         return _state(0, (tuple(np.zeros_like(p) for p in arrays), tuple(np.zeros_like(p) for p in arrays)), treedef)
 
     def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
-        g = _grads(grads, state.treedef, f"{name}.update")
+        g = _arrays(grads, state.treedef, f"{name}.update")
         t = state.step + 1
         lr = _lr_at(learning_rate, state.step)
-        mu = tuple(_last_first(lambda m, gi: b1 * m + (1 - b1) * gi, state.slots[0], g))
-        nu = tuple(_last_first(lambda v, gi: b2 * v + (1 - b2) * (gi * gi), state.slots[1], g))
+        mu = tuple(b1 * m + (1 - b1) * gi for m, gi in zip(state.slots[0], g))
+        nu = tuple(b2 * v + (1 - b2) * (gi * gi) for v, gi in zip(state.slots[1], g))
         c1 = 1.0 - b1**t
         c2 = 1.0 - b2**t
         step_size = lr / c1
         root_c2 = math.sqrt(c2)
-        ups = _last_first(lambda m, v: m * -step_size / (np.sqrt(v) / root_c2 + eps), mu, nu)
+        ups = [m * -step_size / (np.sqrt(v) / root_c2 + eps) for m, v in zip(mu, nu)]
         if weight_decay:
             if params is None:
                 raise ValueError(f"{name}.update: weight decay needs params: opt.update(grads, state, params)")
             decay = lr * weight_decay
-            ups = _last_first(lambda u, p: u - decay * p, ups, _grads(params, state.treedef, f"{name}.update"))
+            ups = [u - decay * p for u, p in zip(ups, _arrays(params, state.treedef, f"{name}.update"))]
         return tree_unflatten(state.treedef, ups), _state(t, (mu, nu), state.treedef)
 
     return Optimizer(init, update)
@@ -251,7 +238,7 @@ def apply_updates(params: Any, updates: Any) -> Any:
             "that opt.update returned for these params."
         )
     out: list[Any] = []
-    for p, u in zip(reversed(p_leaves), reversed(u_leaves)):  # last leaf first (see "Leaf order")
+    for p, u in zip(p_leaves, u_leaves):
         data = p._data if type(p) is Tensor else _raw(p)
         u = u._data if type(u) is Tensor else u
         if type(u) is not np.ndarray or u.dtype is not data.dtype:  # (the usual case needs no getattr)
@@ -264,7 +251,6 @@ def apply_updates(params: Any, updates: Any) -> Any:
             out.append(new)
         else:
             out.append(type(p)(new) if isinstance(p, (int, float)) else new)
-    out.reverse()
     return tree_unflatten(pdef, out)
 
 

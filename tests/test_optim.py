@@ -123,9 +123,9 @@ def test_clip_by_global_norm_and_chain():
         optim.clip_by_global_norm(0.0)
 
 
-def test_every_leaf_gets_its_own_update_in_leaf_order():
-    # update and apply_updates work from the last leaf to the first; what they return must still
-    # pair each parameter with its own gradient and state
+def test_every_leaf_gets_its_own_update():
+    # several leaves of different shapes and kinds: each parameter is paired with its own gradient
+    # and state, and the results come back in the parameters' structure
     params = {"a": lp.Tensor([1.0, 2.0]), "b": [np.array([3.0]), lp.Tensor(np.full((2, 2), 4.0))]}
     grads = {"a": np.array([0.5, -0.5]), "b": [np.array([2.0]), np.full((2, 2), -1.0)]}
     p_leaves = [np.asarray(x) for x in lp.tree_flatten(params)[0]]
