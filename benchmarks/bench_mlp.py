@@ -126,12 +126,7 @@ def check_same_losses(sizes: list[int], batch: int, dtype: Any) -> None:
 
 
 def time_pair(sizes: list[int], batch: int, dtype: Any, repeats: int, inner: int) -> dict[str, float]:
-    """Median time per step of each side, timed alternately.
-
-    Both sides train on the very same input array: where an array starts in memory (its
-    alignment) moves the matrix products' speed by a few percent, and two separately made
-    copies would give one side a lucky placement by chance.
-    """
+    """Median time per step of each side, timed alternately, on the very same batch arrays."""
     check_same_losses(sizes, batch, dtype)
     data = make_data(sizes, batch, dtype)
     np_step = numpy_setup(sizes, batch, dtype, data)
