@@ -47,6 +47,7 @@ _FROZEN_CLASSES: set[type] = set()
 _epoch = object()
 # id -> (the treedef of a walked frozen tree (kept alive: ids stay unique), its builder once written)
 _TRUSTED: dict[int, tuple[TreeDef, Any]] = {}
+_LEAF_TYPES: set[type] = set()  # types met as leaves that are not containers (checked in one C call)
 
 
 def register_pytree(
@@ -74,6 +75,7 @@ def register_pytree(
     (_FROZEN_CLASSES.add if frozen else _FROZEN_CLASSES.discard)(cls)
     _epoch = object()  # a leaf type may now be a container: forget every remembered flatten
     _TRUSTED.clear()
+    _LEAF_TYPES.clear()
 
 
 def _entry(x: Any) -> Any:
@@ -160,9 +162,11 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
         if len(leaves) != count:
             raise ValueError(f"tree_unflatten: the structure has {count} leaves, but {len(leaves)} were given")
         tree = build(leaves)
-        for x in leaves:  # remember its flatten, unless a leaf given is a container
-            if type(x) in _REGISTRY or isinstance(x, tuple):  # a container given as a leaf
-                return tree
+        if not _LEAF_TYPES.issuperset(map(type, leaves)):  # remember its flatten, unless a leaf is a container
+            for x in leaves:
+                if type(x) in _REGISTRY or isinstance(x, tuple):  # a container given as a leaf
+                    return tree
+                _LEAF_TYPES.add(type(x))
         tree.__dict__[_CACHE] = (_epoch, tuple(leaves), treedef)
         return tree
     it = iter(leaves)

@@ -322,9 +322,14 @@ def test_registering_a_pytree_type_later_forgets_remembered_flattens():
 
     module = Scaled(Box((1.0, 2.0)), None)
     assert len(lp.tree_flatten(module)[0]) == 1
+    leaves_, treedef = lp.tree_flatten(nn.Linear(2, 2, rng=0))
+    assert len(lp.tree_flatten(lp.tree_unflatten(treedef, [Box((1.0,)), leaves_[1]]))[0]) == 2  # a leaf
     lp.register_pytree(Box, lambda b: (b.items, None), lambda meta, ch: Box(tuple(ch)))
     try:
         assert lp.tree_flatten(module)[0] == [1.0, 2.0]
+        leaves_, treedef = lp.tree_flatten(nn.Linear(2, 2, rng=0))  # a structure unflatten trusts
+        odd = lp.tree_unflatten(treedef, [Box((1.0, 2.0)), leaves_[1]])  # now a container given as a leaf
+        assert lp.tree_flatten(odd)[0] == [1.0, 2.0, leaves_[1]]
     finally:
         del lp.tree._REGISTRY[Box]
 
