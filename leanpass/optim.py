@@ -73,10 +73,10 @@ def _flat_arrays(tree: Any) -> tuple[list[Any], Any]:
     return [x._data if type(x) is Tensor else _raw(x) for x in leaves], treedef  # Tensors inline: no call
 
 
-def _same(treedef: Any, other: Any, what: str) -> None:
+def _same(treedef: Any, other: Any, what: str, kind: str) -> None:
     if treedef is not other and treedef != other:  # a remembered treedef is the very same object
         raise ValueError(
-            f"{what}: the gradients do not have the structure of the parameters / state. Pass grads "
+            f"{what}: the {kind} do not have the structure of the parameters the state was made for. Pass grads "
             "computed for these params (leanpass.grad(loss_fn)(params) has the params' structure), "
             "and a state from opt.init(params)."
         )
@@ -92,10 +92,11 @@ def _check_lr(lr: LearningRate, where: str) -> None:
         raise ValueError(f"{where}: learning_rate must be a number >= 0 or a schedule (step -> float), got {lr!r}")
 
 
-def _arrays(tree: Any, state_def: Any, where: str) -> list[Any]:
-    """The leaves of ``tree`` (grads, or params) as arrays, checked to have the state's structure."""
+def _arrays(tree: Any, state_def: Any, where: str, kind: str = "gradients") -> list[Any]:
+    """The leaves of ``tree`` (``kind``: the gradients or the params) as arrays, checked to have the
+    state's structure."""
     arrays, treedef = _flat_arrays(tree)
-    _same(state_def, treedef, where)
+    _same(state_def, treedef, where, kind)
     return arrays
 
 
@@ -145,7 +146,7 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
         if weight_decay:
             if params is None:
                 raise ValueError("sgd.update: weight_decay needs params: opt.update(grads, state, params)")
-            g = [gi + weight_decay * p for gi, p in zip(g, _arrays(params, state.treedef, "sgd.update"))]
+            g = [gi + weight_decay * p for gi, p in zip(g, _arrays(params, state.treedef, "sgd.update", "params"))]
         if not momentum:
             neg = -lr
             return tree_unflatten(state.treedef, [gi * neg for gi in g]), _state(state.step + 1, (), state.treedef)
@@ -214,7 +215,7 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
             if params is None:
                 raise ValueError(f"{name}.update: weight decay needs params: opt.update(grads, state, params)")
             decay = lr * weight_decay
-            ups = [u - decay * p for u, p in zip(ups, _arrays(params, state.treedef, f"{name}.update"))]
+            ups = [u - decay * p for u, p in zip(ups, _arrays(params, state.treedef, f"{name}.update", "params"))]
         return tree_unflatten(state.treedef, ups), _state(t, (mu, nu), state.treedef)
 
     return Optimizer(init, update)

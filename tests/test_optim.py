@@ -156,7 +156,7 @@ def test_structure_mismatch_is_a_clear_error():
     with pytest.raises(ValueError, match="needs params"):
         optim.adamw(0.1).update({"w": np.zeros(2)}, optim.adamw(0.1).init({"w": np.zeros(2)}))
     for opt in (optim.sgd(0.1, weight_decay=0.1), optim.adamw(0.1)):  # params unlike the state's
-        with pytest.raises(ValueError, match="structure of the parameters"):
+        with pytest.raises(ValueError, match="the params do not have the structure of the parameters the state"):
             opt.update({"w": np.zeros(2)}, opt.init({"w": np.zeros(2)}), {"w": np.zeros(2), "v": np.zeros(2)})
 
 
