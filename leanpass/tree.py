@@ -47,7 +47,7 @@ _FROZEN_CLASSES: set[type] = set()
 _epoch = object()
 # id -> (the treedef of a walked frozen tree (kept alive: ids stay unique), its builder once written)
 _TRUSTED: dict[int, tuple[TreeDef, Any]] = {}
-_LEAF_TYPES: set[type] = set()  # types met as leaves that are not containers (checked in one C call)
+_LEAF_TYPES: set[type] = set()  # types met as leaves that are not containers (one lookup each)
 
 
 def register_pytree(
@@ -162,8 +162,8 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
         if len(leaves) != count:
             raise ValueError(f"tree_unflatten: the structure has {count} leaves, but {len(leaves)} were given")
         tree = build(leaves)
-        if not _LEAF_TYPES.issuperset(map(type, leaves)):  # remember its flatten, unless a leaf is a container
-            for x in leaves:
+        for x in leaves:  # remember its flatten, unless a leaf given is a container
+            if type(x) not in _LEAF_TYPES:
                 if type(x) in _REGISTRY or isinstance(x, tuple):  # a container given as a leaf
                     return tree
                 _LEAF_TYPES.add(type(x))
