@@ -256,7 +256,7 @@ def _linear_vjp(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool], g: Any) -
     gx, gw = _matmul_vjp(x, w, (need[0], need[1]), g)  # (g has the product's shape)
     if not need[2]:
         return gx, gw, None
-    if type(g) is np.ndarray and g.ndim == 2 and type(b) is np.ndarray and b.ndim == 1:
+    if type(g) is np.ndarray and g.ndim == 2 and type(b) is np.ndarray and b.shape == g.shape[1:]:
         return gx, gw, _add_reduce(g, 0)  # (g.sum(axis=0) without ndarray.sum's Python wrapper)
     return gx, gw, unbroadcast(g, b)
 
