@@ -31,6 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import leanpass as lp  # noqa: E402
 from leanpass import Tensor  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from host_gauge import Gauge  # noqa: E402
+
 X0 = np.random.default_rng(0).random(4)
 
 
@@ -107,14 +110,20 @@ def main() -> None:
     parser.add_argument("--skip-million", action="store_true", help="skip the 1,000,000-op chain")
     args = parser.parse_args()
     repeats = 40 if args.quick else 200
+    gauge = Gauge()
 
+    gauge.sample()
     m = interleaved({"numpy": numpy_forward, "backward": leanpass_backward, "grad": leanpass_grad}, repeats)
     print(f"900-op chain of size-4 arrays (median of {repeats} runs)")
     print(f"  numpy forward            {m['numpy'] * 1e3:8.3f} ms")
     print(f"  leanpass fwd + backward  {m['backward'] * 1e3:8.3f} ms   ratio {m['backward'] / m['numpy']:.2f}x")
     print(f"  leanpass grad(f)         {m['grad'] * 1e3:8.3f} ms   ratio {m['grad'] / m['numpy']:.2f}x")
 
-    runs = [chain(100_000) for _ in range(3 if args.quick else 7)]
+    gauge.sample()
+    runs = []
+    for _ in range(3 if args.quick else 7):
+        runs.append(chain(100_000))
+        gauge.sample()
     totals = sorted(f + b for f, b in runs)
     fwd, bwd = sorted(runs, key=sum)[len(runs) // 2]  # the median run
     print(f"100,000-multiplication chain, median of {len(runs)} runs: forward {fwd:.3f} s + backward "
@@ -122,9 +131,12 @@ def main() -> None:
     if not args.skip_million:
         fwd, bwd = chain(1_000_000)
         print(f"1,000,000-multiplication chain: forward {fwd:.2f} s + backward {bwd:.2f} s = {fwd + bwd:.2f} s")
+        gauge.sample()
 
     cost = import_cost(7 if args.quick else 21)
     print(f"import leanpass adds {cost * 1e3:.1f} ms to import numpy (median)")
+    gauge.sample()
+    print(gauge.report())
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's leanpass
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from host_gauge import Gauge  # noqa: E402
 
 LR = 0.01
 
@@ -125,8 +128,10 @@ def check_same_losses(sizes: list[int], batch: int, dtype: Any) -> None:
         raise SystemExit(f"the two steps disagree: numpy {a} vs leanpass {b}")
 
 
-def time_pair(sizes: list[int], batch: int, dtype: Any, repeats: int, inner: int) -> dict[str, float]:
-    """Median time per step of each side, timed alternately, on the very same batch arrays."""
+def time_pair(sizes: list[int], batch: int, dtype: Any, repeats: int, inner: int,
+              gauge: Gauge | None = None) -> dict[str, float]:
+    """Median time per step of each side, timed alternately, on the very same batch arrays
+    (``gauge``, when given, is sampled every ten rounds)."""
     check_same_losses(sizes, batch, dtype)
     data = make_data(sizes, batch, dtype)
     np_step = numpy_setup(sizes, batch, dtype, data)
@@ -141,6 +146,8 @@ def time_pair(sizes: list[int], batch: int, dtype: Any, repeats: int, inner: int
     # The garbage collector stays on, as in a real training loop: anything the step leaves in
     # reference cycles is paid for here.
     for r in range(repeats):
+        if gauge is not None and r % 10 == 0:
+            gauge.sample()
         sides = [(np_step, t_np), (lp_step, t_lp)]
         if r % 2:
             sides.reverse()
@@ -230,11 +237,13 @@ def main(argv: list[str] | None = None) -> None:
     env = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS") or k.endswith("NUM_THREADS")}
     print(f"numpy {np.__version__}, python {sys.version.split()[0]}, {os.cpu_count()} cpus, env {env or '{}'}")
     figures: dict[str, Any] = {}
-    large = time_pair([784, 256, 128, 10], 128, np.float32, repeats=reps, inner=5)
+    gauge = Gauge()
+    large = time_pair([784, 256, 128, 10], 128, np.float32, repeats=reps, inner=5, gauge=gauge)
     figures["large"] = large
     print(f"784-256-128-10 MLP, batch 128, float32: numpy {large['numpy_ms']:.3f} ms/step, "
           f"leanpass {large['leanpass_ms']:.3f} ms/step, ratio {large['ratio']:.2f}x (target <= 1.10x)")
-    small = time_pair([64, 32, 10], 32, np.float64, repeats=reps, inner=50)
+    small = time_pair([64, 32, 10], 32, np.float64, repeats=reps, inner=50, gauge=gauge)
+    gauge.sample()
     figures["small"] = small
     print(f"64-32-10 MLP, batch 32, float64:        numpy {small['numpy_ms'] * 1e3:.1f} us/step, "
           f"leanpass {small['leanpass_ms'] * 1e3:.1f} us/step, ratio {small['ratio']:.2f}x (target <= 2.0x)")
@@ -250,6 +259,8 @@ def main(argv: list[str] | None = None) -> None:
     figures["flat"] = {"rss_mb_every_200_steps": samples, "growth_mb": growth}
     print(f"leanpass RSS every 200 of 2,000 steps (MB): {' '.join(f'{s:.1f}' for s in samples)} "
           f"(growth {growth:+.1f} MB from step 200 to 2,000)")
+    print(gauge.report())
+    figures["host_gauge_ms"] = [t * 1e3 for t in gauge.times]
     if args.json:
         print(json.dumps(figures))
 
