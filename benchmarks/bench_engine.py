@@ -2,15 +2,19 @@
 
     python benchmarks/bench_engine.py            # all figures
     python benchmarks/bench_engine.py --quick    # fewer repeats
+    python benchmarks/bench_engine.py --chain-runs 30 --skip-million   # the 100,000-op chain 30 times
 
 Figures (issue 2):
   1. 300 x ``y = relu(y * 0.999 + 0.001)`` on size-4 arrays (900 ops), forward + backward,
      as a ratio to the same NumPy forward computation without gradients (target <= 4x).
   2. a chain of 100,000 multiplications, forward + backward (target < 0.5 s; the median of 7
-     runs, with the fastest and slowest), and one of 1,000,000.
+     runs, with the fastest and slowest, and apart the runs with the host at full speed), and
+     one of 1,000,000.
   3. what ``import leanpass`` adds to ``import numpy`` (target < 20 ms).
 
-The machine is shared and noisy, so the two sides are interleaved and medians are quoted.
+The machine is shared and noisy, so the two sides are interleaved and medians are quoted. A
+host gauge (host_gauge.py, a fixed Python loop) is timed between the measurements: its median
+over its fastest says how much the host was slowed during the run.
 """
 
 from __future__ import annotations
@@ -108,6 +112,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--skip-million", action="store_true", help="skip the 1,000,000-op chain")
+    parser.add_argument("--chain-runs", type=int, default=0, metavar="N",
+                        help="run the 100,000-op chain N times (default 7, 3 with --quick)")
     args = parser.parse_args()
     repeats = 40 if args.quick else 200
     gauge = Gauge()
@@ -122,7 +128,7 @@ def main() -> None:
     first = len(gauge.times)
     gauge.sample()
     runs = []
-    for _ in range(3 if args.quick else 7):
+    for _ in range(args.chain_runs or (3 if args.quick else 7)):
         runs.append(chain(100_000))
         gauge.sample()
     totals = sorted(f + b for f, b in runs)
