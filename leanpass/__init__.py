@@ -90,11 +90,13 @@ del np
 # The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
-         "save": "checkpoint", "load": "checkpoint"}
+         "save": "checkpoint", "load": "checkpoint",
+         "vmap": "batching"}
 
 if TYPE_CHECKING:
     from . import data, datasets, losses, nn, optim
     from .checkpoint import load, save
+    from .batching import vmap
 
 
 def __getattr__(name: str) -> Any:
@@ -110,3 +112,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
+__all__ += ["vmap"]

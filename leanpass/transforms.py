@@ -35,11 +35,16 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
             _check_float(data, where)
             return _node(data, x._trace | bit, "identity", (x,), _pass_through)
     else:
-        data = x.view() if isinstance(x, np.ndarray) else np.asarray(x)
+        data = x.view() if isinstance(x, np.ndarray) else x if _is_batched(x) else np.asarray(x)
     dtype = getattr(data, "dtype", None)
     if dtype is None or dtype.kind != "f":
         _check_float(data, where)  # raises
     return _const(data, bit, _next_seq())
+
+
+def _is_batched(x: Any) -> bool:
+    """True for vmap's stand-in for the arrays of every example (leanpass.batching.Batched)."""
+    return getattr(x, "_lp_batched", False) is True
 
 
 def _check_float(data: Any, where: str) -> None:
@@ -57,6 +62,10 @@ def _output(t: Any, ct: Any, like: Any, linked: bool) -> Any:
     if linked:
         return ct if type(ct) is Tensor else _const(ct)
     data = t._data
+    if _is_batched(ct) or _is_batched(data):  # inside vmap: one gradient per example
+        arr = ct if ct.dtype == data.dtype else ct.astype(data.dtype)
+        arr = arr if arr.shape == data.shape else np.broadcast_to(arr, data.shape)
+        return _const(arr) if type(like) is Tensor else arr
     arr = ct if type(ct) is np.ndarray and ct.dtype is data.dtype else np.asarray(ct, dtype=data.dtype)
     if arr.shape != data.shape:
         arr = np.broadcast_to(arr, data.shape)
@@ -178,7 +187,7 @@ def value_and_grad(
                     f"{type(out).__name__}."
                 )
             out = _const(np.asarray(out))
-        data = out._data if type(out._data) is np.ndarray else np.asarray(out._data)
+        data = out._data if type(out._data) is np.ndarray or _is_batched(out._data) else np.asarray(out._data)
         if data.size != 1:
             raise TypeError(
                 f"grad: gradient is only defined for functions with a scalar output. Output "

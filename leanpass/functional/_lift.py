@@ -12,6 +12,9 @@ from typing import Any
 import numpy as np
 
 apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, set on import
+# leanpass.batching's hook, set once vmap is imported: zeros to scatter into, made batched over
+# the vmap levels of a batched index (a plain array cannot receive per-example values)
+spread_target: Callable[[Any, Any], Any] | None = None
 
 
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:

@@ -80,8 +80,8 @@ def astype(x: Any, dtype: Any) -> tuple[Any, Any]:
     >>> astype(np.ones(2), np.float32)[0].dtype
     dtype('float32')
     """
-    xdtype = np.asarray(x).dtype
-    return np.asarray(x).astype(dtype), lambda g: (g.astype(xdtype),)
+    xdtype = np.result_type(x)
+    return (x if hasattr(x, "astype") else np.asarray(x)).astype(dtype), lambda g: (g.astype(xdtype),)
 
 
 def getitem(x: Any, index: Any) -> tuple[Any, Any]:
@@ -102,7 +102,9 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     >>> unindex(np.ones(3), [0, 0, 1], (2,))[0]
     array([2., 1.])
     """
-    out = np.zeros(shape, dtype=np.asarray(g).dtype)
+    out = np.zeros_like(g, shape=shape)
+    if _lift.spread_target is not None:  # (vmap: a batched index needs a batched target)
+        out = _lift.spread_target(index, out)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter
     else:

@@ -1,0 +1,1421 @@
+"""``vmap``: a vectorising map, by batching the NumPy calls that LeanPass's code makes.
+
+``vmap(f)(xs)`` runs ``f`` once, on stand-ins for the arrays: a :class:`Batched` holds the array
+of every example with the mapped axis in front, and implements NumPy's protocols
+(``__array_ufunc__``, ``__array_function__``, operators, indexing, the array methods). Each
+NumPy call on one becomes one NumPy call on the whole batch, by a rule per NumPy function
+(:data:`RULES`; ufuncs all share one). LeanPass's ops, their VJP rules, the losses and the
+optimizers are written with NumPy calls, so they run on stand-ins unchanged, inside Tensors
+too: ``vmap(grad(loss))`` gives per-example gradients, ``grad`` of a function using ``vmap``
+differentiates it, and ``vmap(vmap(f))`` nests (each ``vmap`` call is a level; a stand-in of
+an inner level holds stand-ins of the outer levels).
+
+What cannot be batched says so: a NumPy function without a rule raises a TypeError naming it,
+and a stand-in refuses to become a plain array (``np.asarray``, ``float``): there is no loop
+over the examples to fall back on. ``bool()`` of a batched value answers when every example
+agrees, and raises otherwise.
+
+>>> import numpy as np
+>>> import leanpass as lp
+>>> lp.vmap(lambda x: np.sum(x * x))(np.array([[1.0, 2.0], [3.0, 4.0]]))
+array([ 5., 25.])
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+from . import engine, tensor
+from .tensor import Tensor, _const, apply
+from .tree import _REGISTRY, TreeDef, tree_flatten, tree_unflatten
+
+_next_id = itertools.count(1).__next__
+
+
+class Level:
+    """One ``vmap`` call: the batch size, and the transform depth it was made at (how many
+    ``grad``-like transforms enclose it), which says where its per-example gradients are summed."""
+
+    __slots__ = ("id", "size", "depth")
+
+    def __init__(self, size: int, depth: int) -> None:
+        self.id = _next_id()
+        self.size = size
+        self.depth = depth
+
+    def __repr__(self) -> str:
+        return f"<vmap level {self.id}, size {self.size}>"
+
+
+class Batched(NDArrayOperatorsMixin):
+    """The values of every example at one ``vmap`` level: ``value`` has the batch axis in front.
+
+    ``shape``, ``ndim``, ``size`` and ``dtype`` are those of one example; NumPy functions,
+    operators, indexing and methods act per example. ``value`` is a NumPy array, or a
+    ``Batched`` of an outer level (nested ``vmap``).
+    """
+
+    __slots__ = ("value", "level")
+    _lp_batched = True
+
+    def __init__(self, value: Any, level: Level) -> None:
+        self.value = value
+        self.level = level
+
+    # ----- what one example looks like -------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.value.shape[1:]
+
+    @property
+    def ndim(self) -> int:
+        return self.value.ndim - 1
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.value.shape[1:])
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.value.dtype
+
+    @property
+    def T(self) -> Batched:  # noqa: N802 - NumPy's name
+        return np.transpose(self)  # type: ignore[no-any-return]
+
+    def __len__(self) -> int:
+        if self.value.ndim < 2:
+            raise TypeError("len() of an unsized object (each example is 0-d)")
+        return int(self.value.shape[1])
+
+    def __iter__(self) -> Any:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"Batched(level={self.level.id}, per-example shape={self.shape}, dtype={self.dtype})"
+
+    # ----- refusals: nothing leaves the batch as a plain value -------------------------------
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError(
+            "vmap: a batched value cannot become a plain NumPy array (np.asarray, np.array or a "
+            "function without a batching rule was called on it inside vmap). Compute with NumPy "
+            "functions and operators, or LeanPass ops, which are batched; return the value from "
+            "the mapped function to get the array of all examples."
+        )
+
+    def _scalar(self, kind: str) -> Any:
+        raise TypeError(
+            f"vmap: {kind}() of a batched value: each example has its own value, so there is no "
+            "single Python number. Keep it an array (np.where instead of if/else on values)."
+        )
+
+    def __float__(self) -> float:
+        return self._scalar("float")  # type: ignore[no-any-return]
+
+    def __int__(self) -> int:
+        return self._scalar("int")  # type: ignore[no-any-return]
+
+    def __index__(self) -> int:
+        return self._scalar("index")  # type: ignore[no-any-return]
+
+    def __complex__(self) -> complex:
+        return self._scalar("complex")  # type: ignore[no-any-return]
+
+    def item(self, *args: Any) -> Any:
+        return self._scalar("item")
+
+    def tolist(self) -> Any:
+        return self._scalar("tolist")
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
+            )
+        flat = self.value.reshape(-1)
+        if bool(np.all(flat)):
+            return True
+        if not bool(np.any(flat)):
+            return False
+        raise TypeError(
+            "vmap: a condition on a batched value is true for some examples and false for others, "
+            "so one branch cannot be chosen for the batch. Compute both and select per example "
+            "with np.where (or leanpass.where)."
+        )
+
+    # ----- NumPy's protocols -----------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        lvl = self.level
+        if _defer(lvl, inputs, kwargs.get("out", ())):
+            return NotImplemented
+        return _ufunc(lvl, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        lvl = self.level
+        if Tensor in types or _defer(lvl, args, tuple(kwargs.values())):
+            return NotImplemented
+        rule = RULES.get(func)
+        if rule is None:
+            raise TypeError(
+                f"vmap: {_name(func)} has no batching rule. Inside vmap, use the NumPy functions "
+                "that have one (leanpass.batching.RULES) or LeanPass ops, or call it outside vmap."
+            )
+        return rule(lvl, *args, **kwargs)
+
+    # ----- indexing ----------------------------------------------------------------------------
+    def __getitem__(self, index: Any) -> Any:
+        if _defer(self.level, index if type(index) is tuple else (index,), ()):
+            return NotImplemented  # (never reached through Python's [] for a Tensor index)
+        return _getitem(self.level, self.value, index)
+
+    def __setitem__(self, index: Any, v: Any) -> None:
+        lvl = self.level
+        target, new, pos = _index(lvl, self.value, index)
+        target[new] = _spread_like(lvl, v, target[new], pos)
+
+    # ----- methods (each is the NumPy function of the same name) --------------------------
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
+        return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+
+    def transpose(self, *axes: Any) -> Any:
+        return np.transpose(self, (axes[0] if len(axes) == 1 else axes) if axes else None)
+
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Batched:
+        return Batched(self.value.astype(dtype, *args, **kwargs), self.level)
+
+    def copy(self, order: str = "C") -> Batched:
+        return Batched(self.value.copy(), self.level)
+
+    def view(self, *args: Any) -> Batched:
+        return Batched(self.value.view(*args), self.level)
+
+    def ravel(self, order: str = "C") -> Any:
+        return np.reshape(self, (-1,))
+
+    flatten = ravel
+
+    def fill(self, v: Any) -> None:
+        self[...] = v
+
+    def nonzero(self) -> Any:
+        return np.nonzero(self)
+
+    def _method(name: str) -> Any:  # type: ignore[misc]  # (used while the class is built)
+        fn = getattr(np, name)
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return fn(self, *args, **kwargs)
+
+        method.__name__ = name
+        return method
+
+    for _m in ("sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin",
+               "cumsum", "cumprod", "clip", "round", "repeat", "take", "squeeze", "swapaxes",
+               "diagonal", "trace", "argsort", "dot", "ptp", "searchsorted", "conj"):
+        locals()[_m] = _method(_m)
+    del _m, _method
+
+
+def _name(func: Any) -> str:
+    module = getattr(func, "__module__", None) or "numpy"
+    prefix = "np" + module[len("numpy"):] if module.startswith("numpy") else module
+    return f"{prefix}.{getattr(func, '__name__', func)}"
+
+
+def _defer(lvl: Level, args: Any, more: Any) -> bool:
+    """True when another object should answer first: a Tensor (it records the op, then calls
+    NumPy on its values), or a stand-in of an inner (newer) level."""
+    for group in (args, more if type(more) is tuple else (more,)):
+        for a in group:
+            t = type(a)
+            if t is Batched:
+                if a.level.id > lvl.id:
+                    return True
+            elif t is Tensor:
+                return True
+            elif t is list or t is tuple:
+                for b in a:
+                    if (type(b) is Batched and b.level.id > lvl.id) or type(b) is Tensor:
+                        return True
+    return False
+
+
+def _is(x: Any, lvl: Level) -> bool:
+    return type(x) is Batched and x.level is lvl
+
+
+def _ndim(x: Any) -> int:
+    """The per-example number of axes of an operand (its own, for one not batched here)."""
+    nd = getattr(x, "ndim", None)
+    return np.ndim(x) if nd is None else nd
+
+
+def _front(v: Any, pe: int, r: int) -> Any:
+    """A batched value of ``pe`` per-example axes with size-1 axes inserted after the batch axis,
+    so that it has ``r``: NumPy's broadcasting then lines up the per-example axes."""
+    if pe >= r:
+        return v
+    s = v.shape
+    return v.reshape(s[:1] + (1,) * (r - pe) + s[1:])
+
+
+def _spread(lvl: Level, x: Any) -> Any:
+    """The batched value of ``x``: its own when batched here, else ``x`` repeated for every example."""
+    if _is(x, lvl):
+        return x.value
+    return np.broadcast_to(x, (lvl.size,) + np.shape(x))
+
+
+def _spread_like(lvl: Level, v: Any, target: Any, pos: int) -> Any:
+    """``v`` shaped to be written into ``target`` (a batched value's region, its batch axis at ``pos``)."""
+    if _is(v, lvl):
+        w = _front(v.value, v.ndim, target.ndim - 1)
+    elif pos == 0:
+        return v  # broadcasts against the per-example axes from the right
+    else:
+        w = np.broadcast_to(v, (lvl.size,) + target.shape[:pos] + target.shape[pos + 1:])
+    return np.moveaxis(w, 0, pos) if pos else w
+
+
+def _align(lvl: Level, xs: Any) -> tuple[list[Any], bool]:
+    """The values of ``xs`` for one elementwise NumPy call, batched ones with matching ranks."""
+    vals = []
+    nds = []
+    batched = []
+    for x in xs:
+        if type(x) is Batched and x.level is lvl:
+            v = x.value
+            vals.append(v)
+            nds.append(v.ndim - 1)
+            batched.append(True)
+        else:
+            vals.append(x)
+            nds.append(_ndim(x) if x is not None else 0)
+            batched.append(False)
+    r = max(nds)
+    for i, b in enumerate(batched):
+        if b and nds[i] < r:
+            vals[i] = _front(vals[i], nds[i], r)
+    return vals, any(batched)
+
+
+def _wrap(lvl: Level, out: Any) -> Any:
+    if type(out) is tuple:
+        return tuple(Batched(o, lvl) for o in out)
+    return Batched(out, lvl)
+
+
+def _axis(ax: int, nd: int) -> int:
+    """A per-example axis as an axis of the batched value."""
+    if not -nd <= ax < nd:
+        raise np.exceptions.AxisError(ax, nd)
+    return ax % nd + 1
+
+
+def _axes(axis: Any, nd: int) -> Any:
+    """``axis`` (None, an int or a tuple) of a reduction, as axes of the batched value."""
+    if axis is None:
+        return tuple(range(1, nd + 1))
+    if type(axis) is tuple or type(axis) is list:
+        return tuple(_axis(a, nd) for a in axis)
+    return _axis(axis, nd)
+
+
+# ----- ufuncs --------------------------------------------------------------------------------------
+def _ufunc(lvl: Level, ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    out = kwargs.pop("out", None)
+    if method == "__call__":
+        if ufunc.signature is not None:
+            result = _gufunc(lvl, ufunc, inputs, kwargs)
+        else:
+            where = kwargs.get("where")
+            if type(where) is Batched:
+                vals, _ = _align(lvl, (*inputs, where))
+                kwargs["where"] = vals.pop()
+            else:
+                vals, _ = _align(lvl, inputs)
+            result = ufunc(*vals, **kwargs)
+        return _into(lvl, out, result, ufunc)
+    if method == "at":
+        return _ufunc_at(lvl, ufunc, inputs)
+    a = inputs[0]
+    if not _is(a, lvl):
+        raise TypeError(f"vmap: np.{ufunc.__name__}.{method} with a batched argument other than the array")
+    nd = a.ndim
+    if method == "reduce":
+        axis = kwargs.pop("axis", 0)
+        where = kwargs.get("where")
+        if type(where) is Batched:
+            kwargs["where"] = _align(lvl, (a, where))[0][1]
+        result = ufunc.reduce(a.value, axis=_axes(axis, nd) if nd or axis is None else axis, **kwargs)
+    elif method == "accumulate":
+        result = ufunc.accumulate(a.value, axis=_axis(kwargs.pop("axis", 0), nd), **kwargs)
+    elif method == "reduceat":
+        if len(inputs) > 1 and type(inputs[1]) is Batched:
+            raise TypeError(f"vmap: np.{ufunc.__name__}.reduceat with batched indices has no batching rule")
+        result = ufunc.reduceat(a.value, inputs[1], axis=_axis(kwargs.pop("axis", 0), nd), **kwargs)
+    elif method == "outer":
+        b = inputs[1]
+        if _is(b, lvl):
+            av = _front(a.value.reshape(a.value.shape + (1,) * b.ndim), nd + b.ndim, nd + b.ndim)
+            bv = b.value.reshape(b.value.shape[:1] + (1,) * nd + b.value.shape[1:])
+            result = ufunc(av, bv, **kwargs)
+        else:
+            result = ufunc.outer(a.value, b, **kwargs)
+    else:
+        raise TypeError(f"vmap: np.{ufunc.__name__}.{method} has no batching rule")
+    return _into(lvl, out, result, ufunc)
+
+
+def _into(lvl: Level, out: Any, result: Any, ufunc: Any) -> Any:
+    """Wrap ``result``; with ``out=`` (``a *= b``), write it into batched outputs."""
+    if out is None:
+        return _wrap(lvl, result)
+    outs = out if type(out) is tuple else (out,)
+    results = result if type(result) is tuple else (result,)
+    for o, r in zip(outs, results):
+        if not _is(o, lvl):
+            raise TypeError(
+                f"vmap: np.{ufunc.__name__} would write batched values into a plain array (out= or "
+                "an in-place operator such as a += b); use the result instead (a = a + b)."
+            )
+        o.value[...] = r
+    return out[0] if type(out) is tuple and len(out) == 1 else out
+
+
+def _gufunc(lvl: Level, ufunc: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if ufunc is np.matmul:
+        if kwargs:
+            raise TypeError(f"vmap: np.matmul with {', '.join(kwargs)}= has no batching rule")
+        return _matmul(lvl, *inputs)
+    if "?" in ufunc.signature or kwargs.get("axes") is not None or kwargs.get("axis") is not None:
+        raise TypeError(f"vmap: np.{ufunc.__name__} (signature {ufunc.signature}) has no batching rule here")
+    core = [len([d for d in part.split(",") if d]) for part in
+            ufunc.signature.split("->")[0].replace("(", "").split(")")[:-1]]
+    loops = [_ndim(x) - c for x, c in zip(inputs, core)]
+    r = max(loops)
+    vals = [_front(x.value, loops[i] + core[i], r + core[i]) if _is(x, lvl) else x for i, x in enumerate(inputs)]
+    return ufunc(*vals, **kwargs)
+
+
+def _matmul(lvl: Level, x: Any, y: Any) -> Any:
+    """Per-example ``x @ y``, as one ``matmul`` on the batch (a product of inner size 1 as a multiply)."""
+    bx, by = _is(x, lvl), _is(y, lvl)
+    nx, ny = _ndim(x), _ndim(y)
+    if nx == 0 or ny == 0:
+        raise ValueError("matmul: Input operand does not have enough dimensions")
+    xv = x.value if bx else x
+    yv = y.value if by else y
+    if bx and not by and ny <= 2 and (nx >= ny or nx == 1):  # rows of examples times one matrix: one matmul
+        return xv @ yv
+    # Spell out 1-D operands as matrices, give the batched ones equal ranks, multiply, drop the 1s.
+    if nx == 1:
+        xv = xv.reshape(xv.shape[:-1] + (1,) + xv.shape[-1:])
+    if ny == 1:
+        yv = yv.reshape(yv.shape + (1,))
+    mx, my = max(nx, 2), max(ny, 2)
+    r = max(mx, my)
+    if bx:
+        xv = _front(xv, mx, r)
+    if by:
+        yv = _front(yv, my, r)
+    if xv.shape[-1] == 1 and yv.shape[-2] == 1:  # an outer product: a broadcast multiply is faster
+        out = xv * yv
+    else:
+        out = xv @ yv
+    if nx == 1:
+        out = out.reshape(out.shape[:-2] + out.shape[-1:])
+    if ny == 1:
+        out = out.reshape(out.shape[:-1])
+    return out
+
+
+def _ufunc_at(lvl: Level, ufunc: Any, inputs: tuple[Any, ...]) -> None:
+    a, index = inputs[0], inputs[1]
+    if not _is(a, lvl):
+        raise TypeError(
+            f"vmap: np.{ufunc.__name__}.at would write batched values into a plain array; make the "
+            "target batched first (e.g. np.zeros_like of a batched value)."
+        )
+    target, new, pos = _index(lvl, a.value, index)
+    if len(inputs) > 2:
+        ufunc.at(target, new, _spread_like(lvl, inputs[2], target[new], pos))
+    else:
+        ufunc.at(target, new)
+
+
+# ----- indexing --------------------------------------------------------------------------------------
+def _getitem(lvl: Level, value: Any, index: Any) -> Batched:
+    t = type(index)
+    if t is int or t is slice or index is None or index is Ellipsis:
+        return Batched(value[(slice(None), index)], lvl)
+    target, new, pos = _index(lvl, value, index)
+    out = target[new]
+    return Batched(np.moveaxis(out, pos, 0) if pos else out, lvl)
+
+
+def _is_array(p: Any) -> bool:
+    return isinstance(p, (np.ndarray, list, Batched)) and not (type(p) is np.ndarray and p.ndim == 0 and p.dtype.kind in "iu")
+
+
+def _index(lvl: Level, value: Any, index: Any) -> tuple[Any, tuple[Any, ...], int]:
+    """Per-example ``index`` as ``(target, new_index, pos)``: ``target[new_index]`` holds the
+    per-example results with the batch axis at ``pos`` (``target`` is ``value`` or a view of it)."""
+    idx = index if type(index) is tuple else (index,)
+    arrays = [_is_array(p) for p in idx]
+    batched = [_is(p, lvl) for p in idx]
+    if not any(batched):
+        new = (slice(None),) + idx
+        if not any(arrays):
+            return value, new, 0
+        adv = [i for i, p in enumerate(idx) if arrays[i] or isinstance(p, (int, np.integer))]
+        if adv[-1] - adv[0] + 1 == len(adv):
+            return value, new, 0  # adjacent advanced indices stay where they are, after the batch
+        shapes = [np.shape(np.nonzero(p)[0]) if np.asarray(p).dtype == bool else np.shape(p)
+                  for p in idx if _is_array(p)]
+        return value, new, len(np.broadcast_shapes(*shapes))  # (advanced axes go first)
+    # A batched index: the batch itself becomes an advanced index, beside the others.
+    nd = value.ndim - 1
+    parts: list[Any] = []
+    for p in idx:
+        if _is(p, lvl):
+            if p.dtype == bool:
+                raise TypeError(
+                    "vmap: indexing with a batched boolean mask gives each example its own number of "
+                    "elements; use np.where(mask, x, fill) instead."
+                )
+            parts.append(p)
+        elif type(p) is list or (type(p) is np.ndarray and p.dtype == bool):
+            arr = np.asarray(p)
+            parts.extend(np.nonzero(arr) if arr.dtype == bool else (arr,))
+        elif p is Ellipsis:
+            used = sum(q.ndim if type(q) is np.ndarray and q.dtype == bool else 0 if q is None else 1
+                       for q in idx if q is not Ellipsis)
+            parts.extend((slice(None),) * (nd - used))
+        else:
+            parts.append(p)
+    is_adv = [_is_array(p) or isinstance(p, (int, np.integer)) for p in parts]
+    adv = [i for i, a in enumerate(is_adv) if a]
+    r = max(_ndim(parts[i]) for i in adv)
+    n = lvl.size
+    for i in adv:
+        p = parts[i]
+        if _is(p, lvl):
+            parts[i] = _front(p.value, p.ndim, r)
+    rows = np.arange(n).reshape((n,) + (1,) * r)
+    if adv[-1] - adv[0] + 1 != len(adv):  # scattered advanced indices: theirs go first, so the batch's can
+        return value, (rows, *parts), 0
+    before = parts[:adv[0]]
+    axis = sum(1 for p in before if p is not None)  # axes of the value the indices before use
+    target = np.moveaxis(value, 0, axis) if axis else value
+    return target, (*before, rows, *parts[adv[0]:]), len(before)
+
+
+# ----- NumPy functions: the rules -----------------------------------------------------------------
+RULES: dict[Any, Callable[..., Any]] = {}
+"""NumPy function -> its batching rule ``rule(level, *args, **kwargs)``, called with the arguments
+of one per-example call. (Every ufunc, and its ``reduce``, ``accumulate``, ``reduceat``,
+``outer`` and ``at``, is batched by one rule of its own, not listed here.)"""
+
+
+def _rule(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(rule: Callable[..., Any]) -> Callable[..., Any]:
+        for f in funcs:
+            RULES[f] = rule
+        return rule
+
+    return register
+
+
+def _no_out(name: str, kwargs: dict[str, Any]) -> None:
+    if kwargs.pop("out", None) is not None:
+        raise TypeError(f"vmap: {name} with out= would write into an array; use the result instead")
+
+
+def _elementwise(func: Any) -> Callable[..., Any]:
+    """A function whose array arguments broadcast together elementwise (where, clip, isclose, ...)."""
+
+    def rule(lvl: Level, *args: Any, **kwargs: Any) -> Any:
+        _no_out(_name(func), kwargs)
+        keys = [k for k, v in kwargs.items() if type(v) is Batched]
+        vals, _ = _align(lvl, (*args, *(kwargs[k] for k in keys)))
+        for k, v in zip(keys, vals[len(args):]):
+            kwargs[k] = v
+        return Batched(func(*vals[:len(args)], **kwargs), lvl)
+
+    return rule
+
+
+for _f in (np.clip, np.isclose, np.nan_to_num, np.round, np.around, np.real, np.copy, np.fix, np.sinc):
+    RULES[_f] = _elementwise(_f)
+
+
+@_rule(np.where)
+def _where(lvl: Level, cond: Any, *xy: Any) -> Any:
+    if not xy:
+        raise TypeError("vmap: np.where(condition) gives each example its own number of indices; "
+                        "use np.where(condition, x, y)")
+    vals, _ = _align(lvl, (cond, *xy))
+    return Batched(np.where(*vals), lvl)
+
+
+@_rule(np.select)
+def _select(lvl: Level, condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    vals, _ = _align(lvl, (*condlist, *choicelist, default))
+    k = len(condlist)
+    return Batched(np.select(vals[:k], vals[k:2 * k], vals[-1]), lvl)
+
+
+def _spread_all(lvl: Level, *xs: Any) -> list[Any]:
+    return [_spread(lvl, x) for x in xs]
+
+
+def _reduction(func: Any, flat_none: bool = False, default: Any = None) -> Callable[..., Any]:
+    """A function of ``(a, axis, ...)`` reducing per example (``flat_none``: axis None means flattened)."""
+
+    def rule(lvl: Level, a: Any, axis: Any = default, *args: Any, **kwargs: Any) -> Any:
+        _no_out(_name(func), kwargs)
+        if "axis" in kwargs:
+            axis = kwargs.pop("axis")
+        if not _is(a, lvl):
+            raise TypeError(f"vmap: {_name(func)} with a batched argument other than the array has no batching rule")
+        where = kwargs.get("where")
+        if type(where) is Batched:
+            kwargs["where"] = _align(lvl, (a, where))[0][1]
+        v = a.value
+        nd = v.ndim - 1
+        if axis is None and flat_none:
+            v = v.reshape(v.shape[0], -1)
+            ax: Any = 1
+        elif nd == 0 and axis in (None, 0, -1, ()):
+            ax = () if axis is None or axis == () else None  # a 0-d example: nothing to reduce
+            if ax is None:
+                raise np.exceptions.AxisError(axis, 0)
+        else:
+            ax = _axes(axis, nd)
+        return Batched(func(v, ax, *args, **kwargs), lvl)
+
+    return rule
+
+
+for _f in (np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.any, np.all, np.std, np.var, np.ptp,
+           np.nansum, np.nanmean, np.nanprod, np.nanmax, np.nanmin, np.nanstd, np.nanvar, np.median,
+           np.nanmedian, np.count_nonzero, np.linalg.vector_norm if hasattr(np.linalg, "vector_norm") else np.sum):
+    RULES[_f] = _reduction(_f)
+for _f in (np.argmax, np.argmin, np.nanargmax, np.nanargmin, np.cumsum, np.cumprod, np.nancumsum, np.nancumprod):
+    RULES[_f] = _reduction(_f, flat_none=True)
+for _f in (np.sort, np.argsort):
+    RULES[_f] = _reduction(_f, flat_none=True, default=-1)
+
+
+def _partition_rule(func: Any) -> Callable[..., Any]:
+    def rule(lvl: Level, a: Any, kth: Any, axis: Any = -1, **kwargs: Any) -> Any:
+        if type(kth) is Batched:
+            raise TypeError(f"vmap: {_name(func)} with a batched kth has no batching rule")
+        v = a.value
+        if axis is None:
+            v, ax = v.reshape(v.shape[0], -1), 1
+        else:
+            ax = _axis(axis, v.ndim - 1)
+        return Batched(func(v, kth, ax, **kwargs), lvl)
+
+    return rule
+
+
+RULES[np.partition] = _partition_rule(np.partition)
+RULES[np.argpartition] = _partition_rule(np.argpartition)
+
+
+@_rule(np.diff)
+def _diff(lvl: Level, a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue) -> Any:
+    parts = [p for p in (prepend, append) if p is not np._NoValue]
+    if parts:  # join them first, per example
+        ax = axis
+        pieces = [a]
+        nd = a.ndim
+        shape = a.shape
+        def full(p: Any) -> Any:
+            if _ndim(p) == 0:
+                s = list(shape)
+                s[ax % nd] = 1
+                return np.broadcast_to(p, tuple(s))
+            return p
+        if prepend is not np._NoValue:
+            pieces.insert(0, full(prepend))
+        if append is not np._NoValue:
+            pieces.append(full(append))
+        a = np.concatenate(pieces, axis=axis)
+    a = a if _is(a, lvl) else Batched(_spread(lvl, a), lvl)
+    return Batched(np.diff(a.value, n, axis=_axis(axis, a.ndim)), lvl)
+
+
+# shapes
+@_rule(np.shape)
+def _shape(lvl: Level, a: Any) -> Any:
+    return a.shape if _is(a, lvl) else np.shape(a)
+
+
+@_rule(np.ndim)
+def _ndim_rule(lvl: Level, a: Any) -> Any:
+    return a.ndim
+
+
+@_rule(np.size)
+def _size(lvl: Level, a: Any, axis: Any = None) -> Any:
+    return a.size if axis is None else a.shape[axis]
+
+
+@_rule(np.result_type)
+def _result_type(lvl: Level, *xs: Any) -> Any:
+    return np.result_type(*(x.dtype if type(x) is Batched else x for x in xs))
+
+
+@_rule(np.iscomplexobj)
+def _iscomplexobj(lvl: Level, x: Any) -> bool:
+    return x.dtype.kind == "c"
+
+
+@_rule(np.isrealobj)
+def _isrealobj(lvl: Level, x: Any) -> bool:
+    return x.dtype.kind != "c"
+
+
+@_rule(np.reshape)
+def _reshape(lvl: Level, a: Any, shape: Any = None, order: str = "C", **kwargs: Any) -> Any:
+    if shape is None:
+        shape = kwargs.pop("newshape")
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    v = a.value
+    return Batched(v.reshape((v.shape[0],) + shape, order=order), lvl)
+
+
+@_rule(np.ravel)
+def _ravel(lvl: Level, a: Any, order: str = "C") -> Any:
+    v = a.value
+    return Batched(v.reshape((v.shape[0], -1), order=order), lvl)
+
+
+@_rule(np.transpose, np.permute_dims if hasattr(np, "permute_dims") else np.transpose)
+def _transpose(lvl: Level, a: Any, axes: Any = None) -> Any:
+    nd = a.ndim
+    perm = (0,) + (tuple(range(nd, 0, -1)) if axes is None else tuple(_axis(x, nd) for x in axes))
+    return Batched(np.transpose(a.value, perm), lvl)
+
+
+@_rule(np.swapaxes)
+def _swapaxes(lvl: Level, a: Any, axis1: int, axis2: int) -> Any:
+    nd = a.ndim
+    return Batched(np.swapaxes(a.value, _axis(axis1, nd), _axis(axis2, nd)), lvl)
+
+
+@_rule(np.moveaxis)
+def _moveaxis(lvl: Level, a: Any, source: Any, destination: Any) -> Any:
+    nd = a.ndim
+    src = _axes(source if isinstance(source, (tuple, list)) else (source,), nd)
+    dst = _axes(destination if isinstance(destination, (tuple, list)) else (destination,), nd)
+    return Batched(np.moveaxis(a.value, src, dst), lvl)
+
+
+@_rule(np.expand_dims)
+def _expand_dims(lvl: Level, a: Any, axis: Any) -> Any:
+    out = a.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1)
+    return Batched(np.expand_dims(a.value, _axes(tuple(axis) if isinstance(axis, list) else axis, out)), lvl)
+
+
+@_rule(np.squeeze)
+def _squeeze(lvl: Level, a: Any, axis: Any = None) -> Any:
+    v = a.value
+    if axis is None:
+        axis = tuple(i for i, s in enumerate(a.shape) if s == 1)
+    return Batched(np.squeeze(v, _axes(axis, a.ndim)), lvl)
+
+
+@_rule(np.broadcast_to)
+def _broadcast_to(lvl: Level, array: Any, shape: Any, subok: bool = False) -> Any:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    v = _front(array.value, array.ndim, len(shape))
+    return Batched(np.broadcast_to(v, (v.shape[0],) + shape), lvl)
+
+
+@_rule(np.broadcast_arrays)
+def _broadcast_arrays(lvl: Level, *args: Any, subok: bool = False) -> Any:
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+    return tuple(np.broadcast_to(a, shape) for a in args)
+
+
+def _atleast_rule(k: int) -> Callable[..., Any]:
+    def rule(lvl: Level, *arys: Any) -> Any:
+        outs = []
+        for a in arys:
+            if not _is(a, lvl):
+                outs.append((np.atleast_1d, np.atleast_2d, np.atleast_3d)[k - 1](a))
+                continue
+            nd = a.ndim
+            v = a.value
+            if nd < k:
+                s = v.shape
+                if k == 3 and nd == 2:
+                    v = v.reshape(s + (1,))
+                elif k == 3 and nd == 1:
+                    v = v.reshape(s[:1] + (1,) + s[1:] + (1,))
+                else:
+                    v = v.reshape(s[:1] + (1,) * (k - nd) + s[1:])
+            outs.append(Batched(v, lvl))
+        return outs[0] if len(outs) == 1 else outs
+
+    return rule
+
+
+RULES[np.atleast_1d] = _atleast_rule(1)
+RULES[np.atleast_2d] = _atleast_rule(2)
+RULES[np.atleast_3d] = _atleast_rule(3)
+
+
+def _joined(lvl: Level, arrays: Any) -> tuple[list[Any], int]:
+    arrays = list(arrays)
+    nd = max(_ndim(a) for a in arrays)
+    return [_spread(lvl, a) for a in arrays], nd
+
+
+@_rule(np.concatenate)
+def _concatenate(lvl: Level, arrays: Any, axis: Any = 0, out: Any = None, **kwargs: Any) -> Any:
+    _no_out("np.concatenate", {"out": out})
+    vals, nd = _joined(lvl, arrays)
+    if axis is None:
+        return Batched(np.concatenate([v.reshape(v.shape[0], -1) for v in vals], axis=1, **kwargs), lvl)
+    return Batched(np.concatenate(vals, axis=_axis(axis, nd), **kwargs), lvl)
+
+
+@_rule(np.stack)
+def _stack(lvl: Level, arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Any:
+    _no_out("np.stack", {"out": out})
+    vals, nd = _joined(lvl, arrays)
+    return Batched(np.stack(vals, axis=_axis(axis, nd + 1), **kwargs), lvl)
+
+
+@_rule(np.hstack)
+def _hstack(lvl: Level, tup: Any, **kwargs: Any) -> Any:
+    arrs = [np.atleast_1d(a) for a in tup]
+    return np.concatenate(arrs, axis=0 if all(_ndim(a) == 1 for a in arrs) else 1)
+
+
+@_rule(np.vstack)
+def _vstack(lvl: Level, tup: Any, **kwargs: Any) -> Any:
+    return np.concatenate([np.atleast_2d(a) for a in tup], axis=0)
+
+
+@_rule(np.column_stack)
+def _column_stack(lvl: Level, tup: Any) -> Any:
+    return np.concatenate([np.reshape(a, (-1, 1)) if _ndim(a) < 2 else a for a in tup], axis=1)
+
+
+def _split_rule(func: Any) -> Callable[..., Any]:
+    def rule(lvl: Level, ary: Any, indices_or_sections: Any, axis: int = 0) -> Any:
+        return [Batched(p, lvl) for p in func(ary.value, indices_or_sections, axis=_axis(axis, ary.ndim))]
+
+    return rule
+
+
+RULES[np.split] = _split_rule(np.split)
+RULES[np.array_split] = _split_rule(np.array_split)
+
+
+@_rule(np.tile)
+def _tile(lvl: Level, a: Any, reps: Any) -> Any:
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    nd = a.ndim
+    v = _front(a.value, nd, len(reps))
+    reps = (1,) * (max(nd, len(reps)) - len(reps)) + reps
+    return Batched(np.tile(v, (1,) + reps), lvl)
+
+
+@_rule(np.repeat)
+def _repeat(lvl: Level, a: Any, repeats: Any, axis: Any = None) -> Any:
+    if type(repeats) is Batched:
+        raise TypeError("vmap: np.repeat with batched repeats gives each example its own size")
+    v = a.value
+    if axis is None:
+        return Batched(np.repeat(v.reshape(v.shape[0], -1), repeats, axis=1), lvl)
+    return Batched(np.repeat(v, repeats, axis=_axis(axis, a.ndim)), lvl)
+
+
+@_rule(np.flip)
+def _flip(lvl: Level, m: Any, axis: Any = None) -> Any:
+    return Batched(np.flip(m.value, _axes(axis, m.ndim)), lvl)
+
+
+@_rule(np.roll)
+def _roll(lvl: Level, a: Any, shift: Any, axis: Any = None) -> Any:
+    v = a.value
+    if axis is None:
+        return Batched(np.roll(v.reshape(v.shape[0], -1), shift, axis=1).reshape(v.shape), lvl)
+    return Batched(np.roll(v, shift, axis=_axes(axis, a.ndim)), lvl)
+
+
+@_rule(np.diagonal)
+def _diagonal(lvl: Level, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    nd = a.ndim
+    return Batched(np.diagonal(a.value, offset, _axis(axis1, nd), _axis(axis2, nd)), lvl)
+
+
+@_rule(np.trace)
+def _trace(lvl: Level, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+           out: Any = None) -> Any:
+    _no_out("np.trace", {"out": out})
+    nd = a.ndim
+    return Batched(np.trace(a.value, offset, _axis(axis1, nd), _axis(axis2, nd), dtype), lvl)
+
+
+@_rule(np.diag)
+def _diag(lvl: Level, v: Any, k: int = 0) -> Any:
+    if v.ndim == 2:
+        return Batched(np.diagonal(v.value, k, 1, 2), lvl)
+    n = v.shape[0] + abs(k)
+    eye = np.eye(n, k=k, dtype=bool)
+    out = np.zeros((v.value.shape[0], n, n), v.dtype)
+    out[:, eye] = v.value
+    return Batched(out, lvl)
+
+
+def _triangle(func: Any) -> Callable[..., Any]:
+    def rule(lvl: Level, m: Any, k: int = 0) -> Any:
+        return Batched(func(m.value, k), lvl)  # (both act on the last two axes)
+
+    return rule
+
+
+RULES[np.tril] = _triangle(np.tril)
+RULES[np.triu] = _triangle(np.triu)
+
+
+@_rule(np.pad)
+def _pad(lvl: Level, array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+    if type(pad_width) is Batched or any(type(v) is Batched for v in kwargs.values()):
+        raise TypeError("vmap: np.pad with batched widths or values has no batching rule")
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (array.ndim, 2))
+    return Batched(np.pad(array.value, ((0, 0), *map(tuple, widths)), mode, **kwargs), lvl)
+
+
+@_rule(np.take)
+def _take(lvl: Level, a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    _no_out("np.take", {"out": out})
+    if mode != "raise":
+        raise TypeError(f"vmap: np.take with mode={mode!r} has no batching rule")
+    if axis is None:
+        a = np.reshape(a, (-1,))
+        axis = 0
+    nd = _ndim(a)
+    if not _is(a, lvl):
+        a = Batched(_spread(lvl, a), lvl)
+    return a[(slice(None),) * (axis % nd) + (indices,)]
+
+
+@_rule(np.take_along_axis)
+def _take_along_axis(lvl: Level, arr: Any, indices: Any, axis: Any = -1) -> Any:
+    if axis is None:
+        arr, indices, axis = np.reshape(arr, (-1,)), np.reshape(indices, (-1,)), 0
+    nd = _ndim(arr)
+    av = arr.value if _is(arr, lvl) else arr[None]
+    iv = indices.value if _is(indices, lvl) else indices[None]
+    return Batched(np.take_along_axis(av, iv, axis=_axis(axis, nd)), lvl)
+
+
+@_rule(np.searchsorted)
+def _searchsorted(lvl: Level, a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    if _is(a, lvl) or type(sorter) is Batched:
+        raise TypeError("vmap: np.searchsorted over a batched sorted array has no batching rule")
+    return Batched(np.searchsorted(a, v.value, side, sorter), lvl)
+
+
+def _like_rule(func: Any) -> Callable[..., Any]:
+    def rule(lvl: Level, a: Any, *args: Any, shape: Any = None, **kwargs: Any) -> Any:
+        pe = a.shape if shape is None else ((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape))
+        if func is np.full_like:
+            fill = args[0] if args else kwargs.pop("fill_value")
+            dtype = args[1] if len(args) > 1 else kwargs.pop("dtype", None)
+            out = np.zeros_like(a.value, dtype=dtype, shape=(lvl.size,) + pe)
+            out[...] = _spread_like(lvl, fill, out, 0)
+            return Batched(out, lvl)
+        return Batched(func(a.value, *args, shape=(lvl.size,) + pe, **kwargs), lvl)
+
+    return rule
+
+
+for _f in (np.zeros_like, np.ones_like, np.empty_like, np.full_like):
+    RULES[_f] = _like_rule(_f if _f is not np.empty_like else np.zeros_like)
+
+
+@_rule(np.copyto)
+def _copyto(lvl: Level, dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    if not _is(dst, lvl):
+        raise TypeError("vmap: np.copyto would write batched values into a plain array")
+    if type(where) is Batched:
+        dst.value[...] = np.where(_front(where.value, where.ndim, dst.ndim), _spread_like(lvl, src, dst.value, 0), dst.value)
+        return
+    np.copyto(dst.value, _spread_like(lvl, src, dst.value, 0), casting=casting, where=where)
+
+
+def _all_of(func: Any) -> Callable[..., Any]:
+    """allclose / array_equal: one answer per example."""
+
+    def rule(lvl: Level, a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        va, vb = _spread_all(lvl, a, b)
+        if func is np.array_equal:
+            if np.shape(a) != np.shape(b):
+                return Batched(np.zeros(lvl.size, bool), lvl)
+            same = va == vb if not kwargs.get("equal_nan") else (va == vb) | (np.isnan(va) & np.isnan(vb))
+        else:
+            same = np.isclose(va, vb, *args, **kwargs)
+        return Batched(np.all(same.reshape(lvl.size, -1), axis=1), lvl)
+
+    return rule
+
+
+RULES[np.allclose] = _all_of(np.allclose)
+RULES[np.array_equal] = _all_of(np.array_equal)
+
+
+def _refuse(what: str) -> Callable[..., Any]:
+    def rule(lvl: Level, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"vmap: {what} gives each example its own number of results, so it cannot be batched")
+
+    return rule
+
+
+for _f in (np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.extract, np.compress, np.trim_zeros):
+    RULES[_f] = _refuse(_name(_f))
+
+
+# ----- products --------------------------------------------------------------------------------------
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@_rule(np.einsum)
+def _einsum(lvl: Level, subscripts: Any, *operands: Any, **kwargs: Any) -> Any:
+    _no_out("np.einsum", kwargs)
+    if not isinstance(subscripts, str):
+        raise TypeError("vmap: np.einsum in its interleaved form has no batching rule; pass a subscripts string")
+    text = subscripts.replace(" ", "")
+    lhs, arrow, out = text.partition("->")
+    ins = lhs.split(",")
+    if not arrow:  # NumPy's implicit output: ..., then the letters used once, sorted
+        letters = lhs.replace("...", "").replace(",", "")
+        out = ("..." if "..." in lhs else "") + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    z = next(c for c in _LETTERS if c not in text)
+    vals = []
+    for i, x in enumerate(operands):
+        if _is(x, lvl):
+            ins[i] = z + ins[i]
+            vals.append(x.value)
+        else:
+            vals.append(x)
+    return Batched(np.einsum(f"{','.join(ins)}->{z}{out}", *vals, **kwargs), lvl)
+
+
+@_rule(np.tensordot)
+def _tensordot(lvl: Level, a: Any, b: Any, axes: Any = 2) -> Any:
+    na, nb = _ndim(a), _ndim(b)
+    if isinstance(axes, (int, np.integer)):
+        ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
+    else:
+        ax_a, ax_b = ([x] if isinstance(x, (int, np.integer)) else list(x) for x in axes)
+    ax_a = [x % na for x in ax_a]
+    ax_b = [x % nb for x in ax_b]
+    la = [_LETTERS[i] for i in range(na)]
+    lb = [_LETTERS[na + i] for i in range(nb)]
+    for i, j in zip(ax_a, ax_b):
+        lb[j] = la[i]
+    out = [c for i, c in enumerate(la) if i not in ax_a] + [c for j, c in enumerate(lb) if j not in ax_b]
+    return _einsum(lvl, f"{''.join(la)},{''.join(lb)}->{''.join(out)}", a, b)
+
+
+@_rule(np.dot)
+def _dot(lvl: Level, a: Any, b: Any, out: Any = None) -> Any:
+    _no_out("np.dot", {"out": out})
+    na, nb = _ndim(a), _ndim(b)
+    if na == 0 or nb == 0:
+        return np.multiply(a, b)
+    if nb <= 2:
+        return np.matmul(a, b)
+    return _tensordot(lvl, a, b, ([na - 1], [nb - 2]))
+
+
+@_rule(np.vdot)
+def _vdot(lvl: Level, a: Any, b: Any) -> Any:
+    return np.sum(np.reshape(a, (-1,)) * np.reshape(b, (-1,)))
+
+
+@_rule(np.inner)
+def _inner(lvl: Level, a: Any, b: Any) -> Any:
+    if _ndim(a) == 0 or _ndim(b) == 0:
+        return np.multiply(a, b)
+    return _tensordot(lvl, a, b, ([-1], [-1]))
+
+
+@_rule(np.outer)
+def _outer(lvl: Level, a: Any, b: Any, out: Any = None) -> Any:
+    _no_out("np.outer", {"out": out})
+    return np.multiply(np.reshape(a, (-1, 1)), np.reshape(b, (1, -1)))
+
+
+@_rule(np.kron)
+def _kron(lvl: Level, a: Any, b: Any) -> Any:
+    if _ndim(a) != _ndim(b):
+        raise TypeError("vmap: np.kron of operands with different numbers of axes has no batching rule")
+    nd = _ndim(a)
+    va, vb = _spread_all(lvl, a, b)
+    n = lvl.size
+    shape_a, shape_b = va.shape[1:], vb.shape[1:]
+    ea = va.reshape((n,) + tuple(x for s in shape_a for x in (s, 1)))
+    eb = vb.reshape((n,) + tuple(x for s in shape_b for x in (1, s)))
+    del nd
+    return Batched((ea * eb).reshape((n,) + tuple(p * q for p, q in zip(shape_a, shape_b))), lvl)
+
+
+# ----- windows (convolutions) -------------------------------------------------------------------------
+_sliding = np.lib.stride_tricks.sliding_window_view
+
+
+@_rule(_sliding)
+def _sliding_window_view(lvl: Level, x: Any, window_shape: Any, axis: Any = None, **kwargs: Any) -> Any:
+    nd = x.ndim
+    if axis is None:
+        axis = tuple(range(nd))
+    return Batched(_sliding(x.value, window_shape, axis=_axes(axis, nd), **kwargs), lvl)
+
+
+# ----- linear algebra: NumPy's batches over leading axes natively ----------------------------------------
+def _stacked(func: Any) -> Callable[..., Any]:
+    """A function of matrices that NumPy applies to stacks of them (inv, det, cholesky, ...)."""
+
+    def rule(lvl: Level, a: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(type(x) is Batched for x in args):
+            raise TypeError(f"vmap: {_name(func)} with a batched argument other than the matrix has no batching rule")
+        out = func(a.value, *args, **kwargs)
+        if isinstance(out, tuple):  # (slogdet, eigh, svd, qr: named tuples of arrays)
+            return type(out)(*(Batched(o, lvl) for o in out))
+        return Batched(out, lvl)
+
+    return rule
+
+
+for _f in (np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky, np.linalg.eigh, np.linalg.eigvalsh,
+           np.linalg.svd, np.linalg.qr, np.linalg.pinv, np.linalg.matrix_power, np.linalg.eigvals, np.linalg.eig):
+    RULES[_f] = _stacked(_f)
+
+
+@_rule(np.linalg.solve)
+def _solve(lvl: Level, a: Any, b: Any) -> Any:
+    vector = _ndim(b) == 1
+    av = a.value if _is(a, lvl) else a
+    bv = b.value if _is(b, lvl) else b
+    if vector:
+        bv = bv[..., None]
+    if not _is(b, lvl):
+        bv = np.broadcast_to(bv, (lvl.size,) + np.shape(bv))
+    out = np.linalg.solve(av, bv)
+    return Batched(out[..., 0] if vector else out, lvl)
+
+
+@_rule(np.linalg.norm)
+def _norm(lvl: Level, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    nd = x.ndim
+    v = x.value
+    if axis is None:
+        if ord is None:
+            out = np.linalg.norm(v.reshape(v.shape[0], -1), axis=1)
+            return Batched(out.reshape((-1,) + (1,) * nd) if keepdims else out, lvl)
+        axis = tuple(range(nd))
+    ax = _axes(axis, nd)
+    return Batched(np.linalg.norm(v, ord, ax, keepdims), lvl)
+
+
+@_rule(np.linalg.matrix_transpose if hasattr(np.linalg, "matrix_transpose") else np.linalg.inv)
+def _matrix_transpose(lvl: Level, x: Any) -> Any:
+    return Batched(np.swapaxes(x.value, -1, -2), lvl)
+
+
+if hasattr(np, "matrix_transpose"):
+    RULES[np.matrix_transpose] = _matrix_transpose
+
+
+# ----- the transform ----------------------------------------------------------------------------------
+def _to_batch(x: Any, axis: int, lvl: Level) -> tuple[Any, Any]:
+    """Op: the batched value of ``x`` (mapped over ``axis``); its VJP takes the batch back out."""
+    if type(x) is Tensor:  # replayed in a higher-order pass: only the rule is used
+        return None, functools.partial(_to_batch_vjp, axis, lvl)
+    v = x if axis == 0 else np.moveaxis(x, axis, 0)
+    return Batched(v, lvl), functools.partial(_to_batch_vjp, axis, lvl)
+
+
+def _to_batch_vjp(axis: int, lvl: Level, g: Any) -> tuple[Any, None, None]:
+    return _lifted(_from_batch, "vmap_unbatch", g, axis, lvl), None, None
+
+
+def _from_batch(x: Any, axis: int, lvl: Level) -> tuple[Any, Any]:
+    """Op: the array of every example (batch axis at ``axis``) of a value of one example."""
+    data = x._data if type(x) is Tensor else x
+    batched = _is(data, lvl)
+    rule = functools.partial(_from_batch_vjp, axis, lvl, batched)
+    if type(x) is Tensor:
+        return None, rule
+    v = x.value if batched else np.broadcast_to(x, (lvl.size,) + np.shape(x))
+    return (v if axis == 0 else np.moveaxis(v, 0, axis)), rule
+
+
+def _from_batch_vjp(axis: int, lvl: Level, batched: bool, g: Any) -> tuple[Any, None, None]:
+    if batched:
+        return _lifted(_to_batch, "vmap_batch", g, axis, lvl), None, None
+    return np.sum(g, axis=axis), None, None
+
+
+def _sum_batch(x: Any, lvl: Level) -> tuple[Any, Any]:
+    """Op: the sum over the examples of level ``lvl`` (where a per-example gradient meets an input
+    that all examples share); its VJP gives every example the same cotangent."""
+    rule = functools.partial(_sum_batch_vjp, lvl)
+    if type(x) is Tensor:
+        return None, rule
+    return _summed(x, lvl), rule
+
+
+def _summed(x: Any, lvl: Level) -> Any:
+    if x.level is lvl:
+        return np.sum(x.value, axis=0)
+    return Batched(_summed(x.value, lvl), x.level)  # a newer level's stand-in holding lvl's
+
+
+def _sum_batch_vjp(lvl: Level, g: Any) -> tuple[Any, None]:
+    return _lifted(_spread_op, "vmap_spread", g, lvl), None
+
+
+def _spread_op(x: Any, lvl: Level) -> tuple[Any, Any]:
+    """Op: ``x`` given to every example of level ``lvl`` (the transpose of ``_sum_batch``)."""
+    rule = functools.partial(_spread_vjp, lvl)
+    if type(x) is Tensor:
+        return None, rule
+    return _spread_in(x, lvl), rule
+
+
+def _spread_in(x: Any, lvl: Level) -> Any:
+    if type(x) is Batched and x.level.id > lvl.id:
+        return Batched(_spread_in(x.value, lvl), x.level)
+    return Batched(np.broadcast_to(x, (lvl.size,) + np.shape(x)), lvl)
+
+
+def _spread_vjp(lvl: Level, g: Any) -> tuple[Any, None]:
+    return _lifted(_sum_batch, "vmap_sum", g, lvl), None
+
+
+def _lifted(op: Any, name: str, x: Any, *params: Any) -> Any:
+    """``op`` on raw values, or recorded on a Tensor (a differentiable backward pass)."""
+    if type(x) is Tensor:
+        return apply(op, name, x, *params)
+    return op(x, *params)[0]
+
+
+def _levels(x: Any) -> list[Level]:
+    out = []
+    while type(x) is Batched:
+        out.append(x.level)
+        x = x.value
+    return out
+
+
+def settle(c: Any, parent: Any, mask: int) -> Any:
+    """A cotangent for ``parent``, summed over the examples of every ``vmap`` level that the
+    differentiation (trace bits ``mask``) encloses and that ``parent`` is not batched over: there
+    one input serves all examples, so its gradient is the sum of theirs. (A level made outside
+    the differentiation, as in ``vmap(grad(f))``, keeps its examples apart.)"""
+    data = c._data if type(c) is Tensor else c
+    if type(data) is not Batched:
+        return c
+    depth = -1 if mask == -1 else mask.bit_length() - 2  # the grad whose bit is 2 << depth
+    mine = _levels(parent._data)
+    for lvl in _levels(data):
+        if lvl.depth > depth and lvl not in mine:
+            c = _lifted(_sum_batch, "vmap_sum", c, lvl)
+    return c
+
+
+def _spread_target(index: Any, out: Any) -> Any:
+    """``out`` (zeros to scatter into) made batched over every level of a batched ``index``."""
+    for p in index if type(index) is tuple else (index,):
+        if type(p) is Batched:
+            for lvl in reversed(_levels(p)):
+                if lvl not in _levels(out):
+                    out = _spread_in(out, lvl).copy()
+    return out
+
+
+def _prefix(axes: Any, td: TreeDef, where: str) -> list[Any]:
+    """One axis per leaf of ``td``, from ``axes``: an int or None for the whole subtree, or a
+    container of the same structure (a pytree prefix)."""
+    if axes is None or isinstance(axes, (int, np.integer)):
+        return [None if axes is None else int(axes)] * _count(td)
+    kind = td.kind
+    if kind is None or not (type(axes) is kind or (kind in (list, tuple) and type(axes) in (list, tuple))):
+        raise ValueError(
+            f"vmap: {where} is {_show(axes)} but the argument there is "
+            f"{'a leaf' if kind is None else 'a ' + kind.__name__}; give an int or None for it, or a "
+            "container of the same structure."
+        )
+    if kind is dict:
+        if set(axes) != set(td.meta):
+            raise ValueError(f"vmap: {where} has keys {sorted(axes)} but the argument has keys {sorted(td.meta)}")
+        subs = [axes[k] for k in td.meta]
+        names = [f"{where}[{k!r}]" for k in td.meta]
+    elif kind in (list, tuple):
+        if len(axes) != len(td.children):
+            raise ValueError(
+                f"vmap: {where} has {len(axes)} entries but the argument there has {len(td.children)}"
+            )
+        subs = list(axes)
+        names = [f"{where}[{i}]" for i in range(len(subs))]
+    else:
+        children, _ = _REGISTRY[kind][0](axes)
+        subs = list(children)
+        names = [f"{where}.<child {i}>" for i in range(len(subs))]
+    out = []
+    for sub, child, name in zip(subs, td.children, names):
+        out.extend(_prefix(sub, child, name))
+    return out
+
+
+def _count(td: TreeDef) -> int:
+    return 1 if td.kind is None else sum(_count(c) for c in td.children)
+
+
+def _show(axes: Any) -> str:
+    return repr(axes) if len(repr(axes)) < 60 else type(axes).__name__
+
+
+def _paths(td: TreeDef, where: str) -> list[str]:
+    if td.kind is None:
+        return [where]
+    if td.kind is dict:
+        keys = [f"[{k!r}]" for k in td.meta]
+    else:
+        keys = [f"[{i}]" for i in range(len(td.children))]
+    return [p for k, c in zip(keys, td.children) for p in _paths(c, where + k)]
+
+
+def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
+    """Map ``f`` over an axis of its arguments, as one vectorised call: the results stacked.
+
+    ``vmap(f)(xs)`` equals stacking ``f(x)`` for each ``x`` in ``xs``, computed by batching
+    every NumPy call ``f`` makes. ``in_axes`` says which axis of each argument is mapped: an
+    int, ``None`` (the argument is shared by all examples), or a tuple with one entry per
+    argument, each itself an int, None or a pytree prefix of that argument (a dict of axes for
+    a dict of arrays). ``out_axes`` places the batch axis in the outputs likewise. It nests
+    (``vmap(vmap(f))``) and composes with ``grad`` both ways: ``vmap(grad(loss), in_axes=(None,
+    0, 0))(params, xs, ys)`` gives one gradient per example.
+
+    >>> import leanpass as lp
+    >>> w = np.array([1.0, 2.0])
+    >>> lp.vmap(lambda x, w: x @ w, in_axes=(0, None))(np.eye(2), w)
+    array([1., 2.])
+    >>> lp.vmap(lp.grad(lambda w, x: (x @ w) ** 2), in_axes=(None, 0))(w, np.eye(2))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+
+    @functools.wraps(f)
+    def mapped(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise TypeError("vmap: pass the mapped function's arguments by position (in_axes refers to them)")
+        if isinstance(in_axes, (tuple, list)) and not isinstance(in_axes, tuple):
+            axes_tree: Any = tuple(in_axes)
+        else:
+            axes_tree = in_axes
+        if type(axes_tree) is tuple and len(axes_tree) != len(args):
+            raise ValueError(
+                f"vmap: in_axes has {len(axes_tree)} entries but the function got {len(args)} "
+                "arguments; give one entry per argument (None for one that is not mapped)."
+            )
+        leaves, td = tree_flatten(args)
+        axes = _prefix(axes_tree, td, "in_axes")
+        paths = _paths(td, "args")
+        size = None
+        first = ""
+        for x, ax, path in zip(leaves, axes, paths):
+            if ax is None:
+                continue
+            shape = np.shape(x._data if type(x) is Tensor else x)
+            if not -len(shape) <= ax < len(shape):
+                raise ValueError(
+                    f"vmap: in_axes={ax} for {path} of shape {shape}, which has no axis {ax}"
+                    f"{' (it is a scalar: map it with None)' if not shape else ''}."
+                )
+            n = shape[ax]
+            if size is None:
+                size, first = n, f"{path} has size {n} along axis {ax}"
+            elif n != size:
+                raise ValueError(
+                    f"vmap: mapped axes have different sizes: {first}, but {path} has size {n} "
+                    f"along axis {ax}. Every mapped argument needs the same batch size."
+                )
+        if size is None:
+            raise ValueError("vmap: in_axes maps no argument (all None); map at least one axis")
+        from .transforms import _depth
+
+        lvl = Level(size, _depth.get())
+        ins = []
+        for x, ax in zip(leaves, axes):
+            ins.append(x if ax is None else _enter(x, ax % np.ndim(x._data if type(x) is Tensor else x), lvl))
+        out = f(*tree_unflatten(td, ins))
+        out_leaves, out_td = tree_flatten(out)
+        oaxes = _prefix(out_axes, out_td, "out_axes")
+        return tree_unflatten(out_td, [_leave(o, ax, lvl, p)
+                                       for o, ax, p in zip(out_leaves, oaxes, _paths(out_td, "output"))])
+
+    return mapped
+
+
+def _enter(x: Any, axis: int, lvl: Level) -> Any:
+    if type(x) is Tensor:
+        if x._trace:
+            return apply(_to_batch, "vmap_batch", x, axis, lvl)
+        return _const(_to_batch(x._data, axis, lvl)[0])
+    if not isinstance(x, (np.ndarray, Batched)):
+        x = np.asarray(x)
+    v = np.moveaxis(x, axis, 0) if axis else x
+    if type(v) is np.ndarray:
+        v = v.view()
+        v.flags.writeable = False  # (nothing the user holds is written to)
+    return Batched(v, lvl)
+
+
+def _leave(o: Any, axis: Any, lvl: Level, where: str) -> Any:
+    data = o._data if type(o) is Tensor else o
+    if axis is None:
+        if _is(data, lvl):
+            raise ValueError(f"vmap: out_axes is None for {where}, but it differs between examples")
+        return o
+    if not isinstance(data, (np.ndarray, np.generic, Batched, int, float, bool)):
+        raise TypeError(f"vmap: the mapped function returned {type(o).__name__} at {where}; return arrays or Tensors")
+    nd = _ndim(data) + (0 if _is(data, lvl) else 0) + 1
+    if not -nd <= axis < nd:
+        raise ValueError(f"vmap: out_axes={axis} for {where}, which has {nd - 1} axes per example")
+    axis %= nd
+    if type(o) is Tensor:
+        if o._trace:
+            return apply(_from_batch, "vmap_unbatch", o, axis, lvl)
+        return _const(_from_batch(data, axis, lvl)[0])
+    return _from_batch(data, axis, lvl)[0]
+
+
+def _install() -> None:
+    """Let the reverse pass sum per-example gradients where they meet shared inputs."""
+    engine._batching = settle
+    tensor._batched_type = Batched
+
+
+_install()
