@@ -95,8 +95,8 @@ _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "data
 
 if TYPE_CHECKING:
     from . import data, datasets, losses, nn, optim
-    from .checkpoint import load, save
     from .batching import vmap
+    from .checkpoint import load, save
 
 
 def __getattr__(name: str) -> Any:

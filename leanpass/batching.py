@@ -54,6 +54,17 @@ class Level:
         return f"<vmap level {self.id}, size {self.size}>"
 
 
+def _np_method(name: str) -> Any:
+    """``x.name(...)`` as ``np.name(x, ...)``."""
+    fn = getattr(np, name)
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
 class Batched(NDArrayOperatorsMixin):
     """The values of every example at one ``vmap`` level: ``value`` has the batch axis in front.
 
@@ -87,8 +98,8 @@ class Batched(NDArrayOperatorsMixin):
         return self.value.dtype
 
     @property
-    def T(self) -> Batched:  # noqa: N802 - NumPy's name
-        return np.transpose(self)  # type: ignore[no-any-return]
+    def T(self) -> Any:  # noqa: N802 - NumPy's name
+        return np.transpose(self)
 
     def __len__(self) -> int:
         if self.value.ndim < 2:
@@ -118,16 +129,16 @@ class Batched(NDArrayOperatorsMixin):
         )
 
     def __float__(self) -> float:
-        return self._scalar("float")  # type: ignore[no-any-return]
+        return self._scalar("float")  # type: ignore[no-any-return, unused-ignore]
 
     def __int__(self) -> int:
-        return self._scalar("int")  # type: ignore[no-any-return]
+        return self._scalar("int")  # type: ignore[no-any-return, unused-ignore]
 
     def __index__(self) -> int:
-        return self._scalar("index")  # type: ignore[no-any-return]
+        return self._scalar("index")  # type: ignore[no-any-return, unused-ignore]
 
     def __complex__(self) -> complex:
-        return self._scalar("complex")  # type: ignore[no-any-return]
+        return self._scalar("complex")  # type: ignore[no-any-return, unused-ignore]
 
     def item(self, *args: Any) -> Any:
         return self._scalar("item")
@@ -154,6 +165,8 @@ class Batched(NDArrayOperatorsMixin):
     # ----- NumPy's protocols -----------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         lvl = self.level
+        if method == "__call__" and len(inputs) == 1 and not kwargs:  # np.exp(x): the common case, short
+            return Batched(ufunc(self.value), lvl)
         if _defer(lvl, inputs, kwargs.get("out", ())):
             return NotImplemented
         return _ufunc(lvl, ufunc, method, inputs, kwargs)
@@ -183,7 +196,10 @@ class Batched(NDArrayOperatorsMixin):
 
     # ----- methods (each is the NumPy function of the same name) --------------------------
     def reshape(self, *shape: Any, order: str = "C") -> Any:
-        return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+        s = shape[0] if len(shape) == 1 else shape
+        v = self.value
+        s = (s,) if type(s) is int else tuple(s)
+        return Batched(v.reshape(v.shape[:1] + s, order=order), self.level)
 
     def transpose(self, *axes: Any) -> Any:
         return np.transpose(self, (axes[0] if len(axes) == 1 else axes) if axes else None)
@@ -208,20 +224,68 @@ class Batched(NDArrayOperatorsMixin):
     def nonzero(self) -> Any:
         return np.nonzero(self)
 
-    def _method(name: str) -> Any:  # type: ignore[misc]  # (used while the class is built)
-        fn = getattr(np, name)
+    # (each method is the NumPy function of its name, so it is batched by the same rule)
+    sum = _np_method("sum")
+    mean = _np_method("mean")
+    max = _np_method("max")
+    min = _np_method("min")
+    prod = _np_method("prod")
+    any = _np_method("any")
+    all = _np_method("all")
+    std = _np_method("std")
+    var = _np_method("var")
+    argmax = _np_method("argmax")
+    argmin = _np_method("argmin")
+    cumsum = _np_method("cumsum")
+    cumprod = _np_method("cumprod")
+    clip = _np_method("clip")
+    round = _np_method("round")
+    repeat = _np_method("repeat")
+    take = _np_method("take")
+    squeeze = _np_method("squeeze")
+    swapaxes = _np_method("swapaxes")
+    diagonal = _np_method("diagonal")
+    trace = _np_method("trace")
+    argsort = _np_method("argsort")
+    dot = _np_method("dot")
+    ptp = _np_method("ptp")
+    searchsorted = _np_method("searchsorted")
+    conj = _np_method("conj")
 
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            return fn(self, *args, **kwargs)
 
-        method.__name__ = name
-        return method
+def _operator(ufunc: Any, reflected: bool = False) -> Any:
+    """``a + b`` and the like: straight to the batched values in the common cases (a Python
+    number, a stand-in of the same level and rank; each saves the protocol's few microseconds),
+    else through ``ufunc``'s protocol."""
 
-    for _m in ("sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin",
-               "cumsum", "cumprod", "clip", "round", "repeat", "take", "squeeze", "swapaxes",
-               "diagonal", "trace", "argsort", "dot", "ptp", "searchsorted", "conj"):
-        locals()[_m] = _method(_m)
-    del _m, _method
+    def op(self: Batched, other: Any) -> Any:
+        t = type(other)
+        v = self.value
+        if t is float or t is int:
+            w = other
+        elif t is Batched and other.level is self.level and other.value.ndim == v.ndim:
+            w = other.value
+        elif t is np.ndarray and other.ndim < v.ndim:  # (it broadcasts against the example's axes)
+            w = other
+        else:
+            return ufunc(other, self) if reflected else ufunc(self, other)
+        return Batched(ufunc(w, v) if reflected else ufunc(v, w), self.level)
+
+    return op
+
+
+_f: Any
+_uf: Any
+_call: Any
+for _name_, _uf in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", np.true_divide),
+                    ("pow", np.power)):
+    setattr(Batched, f"__{_name_}__", _operator(_uf))
+    setattr(Batched, f"__r{_name_}__", _operator(_uf, reflected=True))
+for _name_, _uf in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
+                    ("gt", np.greater), ("ge", np.greater_equal)):
+    setattr(Batched, f"__{_name_}__", _operator(_uf))
+Batched.__neg__ = lambda self: Batched(-self.value, self.level)  # type: ignore[method-assign, attr-defined]
+Batched.__hash__ = None  # type: ignore[assignment]  # (== is elementwise)
 
 
 def _name(func: Any) -> str:
@@ -463,7 +527,9 @@ def _getitem(lvl: Level, value: Any, index: Any) -> Batched:
 
 
 def _is_array(p: Any) -> bool:
-    return isinstance(p, (np.ndarray, list, Batched)) and not (type(p) is np.ndarray and p.ndim == 0 and p.dtype.kind in "iu")
+    if type(p) is np.ndarray and p.ndim == 0 and p.dtype.kind in "iu":
+        return False  # a 0-d integer array indexes like an int
+    return isinstance(p, (np.ndarray, list, Batched))
 
 
 def _index(lvl: Level, value: Any, index: Any) -> tuple[Any, tuple[Any, ...], int]:
@@ -535,16 +601,16 @@ def _rule(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return register
 
 
-def _no_out(name: str, kwargs: dict[str, Any]) -> None:
-    if kwargs.pop("out", None) is not None:
-        raise TypeError(f"vmap: {name} with out= would write into an array; use the result instead")
+def _no_out(func: Any, kwargs: dict[str, Any]) -> None:
+    if kwargs and kwargs.pop("out", None) is not None:
+        raise TypeError(f"vmap: {_name(func)} with out= would write into an array; use the result instead")
 
 
 def _elementwise(func: Any) -> Callable[..., Any]:
     """A function whose array arguments broadcast together elementwise (where, clip, isclose, ...)."""
 
     def rule(lvl: Level, *args: Any, **kwargs: Any) -> Any:
-        _no_out(_name(func), kwargs)
+        _no_out(func, kwargs)
         keys = [k for k, v in kwargs.items() if type(v) is Batched]
         vals, _ = _align(lvl, (*args, *(kwargs[k] for k in keys)))
         for k, v in zip(keys, vals[len(args):]):
@@ -578,11 +644,13 @@ def _spread_all(lvl: Level, *xs: Any) -> list[Any]:
     return [_spread(lvl, x) for x in xs]
 
 
-def _reduction(func: Any, flat_none: bool = False, default: Any = None) -> Callable[..., Any]:
-    """A function of ``(a, axis, ...)`` reducing per example (``flat_none``: axis None means flattened)."""
+def _reduction(func: Any, flat_none: bool = False, default: Any = None, call: Any = None) -> Callable[..., Any]:
+    """A function of ``(a, axis, ...)`` reducing per example (``flat_none``: axis None means flattened).
+    ``call`` does the same on the batch (``np.add.reduce`` for ``np.sum``: no Python wrapper)."""
+    call = call or func
 
     def rule(lvl: Level, a: Any, axis: Any = default, *args: Any, **kwargs: Any) -> Any:
-        _no_out(_name(func), kwargs)
+        _no_out(func, kwargs)
         if "axis" in kwargs:
             axis = kwargs.pop("axis")
         if not _is(a, lvl):
@@ -601,12 +669,15 @@ def _reduction(func: Any, flat_none: bool = False, default: Any = None) -> Calla
                 raise np.exceptions.AxisError(axis, 0)
         else:
             ax = _axes(axis, nd)
-        return Batched(func(v, ax, *args, **kwargs), lvl)
+        return Batched((func if args else call)(v, ax, *args, **kwargs), lvl)
 
     return rule
 
 
-for _f in (np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.any, np.all, np.std, np.var, np.ptp,
+for _f, _call in ((np.sum, np.add.reduce), (np.prod, np.multiply.reduce), (np.max, np.maximum.reduce),
+                 (np.min, np.minimum.reduce), (np.amax, np.maximum.reduce), (np.amin, np.minimum.reduce)):
+    RULES[_f] = _reduction(_f, call=_call)
+for _f in (np.mean, np.any, np.all, np.std, np.var, np.ptp,
            np.nansum, np.nanmean, np.nanprod, np.nanmax, np.nanmin, np.nanstd, np.nanvar, np.median,
            np.nanmedian, np.count_nonzero, np.linalg.vector_norm if hasattr(np.linalg, "vector_norm") else np.sum):
     RULES[_f] = _reduction(_f)
@@ -753,7 +824,7 @@ def _broadcast_arrays(lvl: Level, *args: Any, subok: bool = False) -> Any:
 
 def _atleast_rule(k: int) -> Callable[..., Any]:
     def rule(lvl: Level, *arys: Any) -> Any:
-        outs = []
+        outs: list[Any] = []
         for a in arys:
             if not _is(a, lvl):
                 outs.append((np.atleast_1d, np.atleast_2d, np.atleast_3d)[k - 1](a))
@@ -787,7 +858,7 @@ def _joined(lvl: Level, arrays: Any) -> tuple[list[Any], int]:
 
 @_rule(np.concatenate)
 def _concatenate(lvl: Level, arrays: Any, axis: Any = 0, out: Any = None, **kwargs: Any) -> Any:
-    _no_out("np.concatenate", {"out": out})
+    _no_out(np.concatenate, {"out": out})
     vals, nd = _joined(lvl, arrays)
     if axis is None:
         return Batched(np.concatenate([v.reshape(v.shape[0], -1) for v in vals], axis=1, **kwargs), lvl)
@@ -796,7 +867,7 @@ def _concatenate(lvl: Level, arrays: Any, axis: Any = 0, out: Any = None, **kwar
 
 @_rule(np.stack)
 def _stack(lvl: Level, arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Any:
-    _no_out("np.stack", {"out": out})
+    _no_out(np.stack, {"out": out})
     vals, nd = _joined(lvl, arrays)
     return Batched(np.stack(vals, axis=_axis(axis, nd + 1), **kwargs), lvl)
 
@@ -869,7 +940,7 @@ def _diagonal(lvl: Level, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 
 @_rule(np.trace)
 def _trace(lvl: Level, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
            out: Any = None) -> Any:
-    _no_out("np.trace", {"out": out})
+    _no_out(np.trace, {"out": out})
     nd = a.ndim
     return Batched(np.trace(a.value, offset, _axis(axis1, nd), _axis(axis2, nd), dtype), lvl)
 
@@ -906,7 +977,7 @@ def _pad(lvl: Level, array: Any, pad_width: Any, mode: Any = "constant", **kwarg
 
 @_rule(np.take)
 def _take(lvl: Level, a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
-    _no_out("np.take", {"out": out})
+    _no_out(np.take, {"out": out})
     if mode != "raise":
         raise TypeError(f"vmap: np.take with mode={mode!r} has no batching rule")
     if axis is None:
@@ -929,7 +1000,7 @@ def _take_along_axis(lvl: Level, arr: Any, indices: Any, axis: Any = -1) -> Any:
 
 
 @_rule(np.searchsorted)
-def _searchsorted(lvl: Level, a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+def _searchsorted(lvl: Level, a: Any, v: Any, side: Any = "left", sorter: Any = None) -> Any:
     if _is(a, lvl) or type(sorter) is Batched:
         raise TypeError("vmap: np.searchsorted over a batched sorted array has no batching rule")
     return Batched(np.searchsorted(a, v.value, side, sorter), lvl)
@@ -954,11 +1025,12 @@ for _f in (np.zeros_like, np.ones_like, np.empty_like, np.full_like):
 
 
 @_rule(np.copyto)
-def _copyto(lvl: Level, dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+def _copyto(lvl: Level, dst: Any, src: Any, casting: Any = "same_kind", where: Any = True) -> None:
     if not _is(dst, lvl):
         raise TypeError("vmap: np.copyto would write batched values into a plain array")
     if type(where) is Batched:
-        dst.value[...] = np.where(_front(where.value, where.ndim, dst.ndim), _spread_like(lvl, src, dst.value, 0), dst.value)
+        mask = _front(where.value, where.ndim, dst.ndim)
+        dst.value[...] = np.where(mask, _spread_like(lvl, src, dst.value, 0), dst.value)
         return
     np.copyto(dst.value, _spread_like(lvl, src, dst.value, 0), casting=casting, where=where)
 
@@ -1000,7 +1072,7 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 @_rule(np.einsum)
 def _einsum(lvl: Level, subscripts: Any, *operands: Any, **kwargs: Any) -> Any:
-    _no_out("np.einsum", kwargs)
+    _no_out(np.einsum, kwargs)
     if not isinstance(subscripts, str):
         raise TypeError("vmap: np.einsum in its interleaved form has no batching rule; pass a subscripts string")
     text = subscripts.replace(" ", "")
@@ -1023,6 +1095,8 @@ def _einsum(lvl: Level, subscripts: Any, *operands: Any, **kwargs: Any) -> Any:
 @_rule(np.tensordot)
 def _tensordot(lvl: Level, a: Any, b: Any, axes: Any = 2) -> Any:
     na, nb = _ndim(a), _ndim(b)
+    ax_a: list[Any]
+    ax_b: list[Any]
     if isinstance(axes, (int, np.integer)):
         ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
     else:
@@ -1039,7 +1113,7 @@ def _tensordot(lvl: Level, a: Any, b: Any, axes: Any = 2) -> Any:
 
 @_rule(np.dot)
 def _dot(lvl: Level, a: Any, b: Any, out: Any = None) -> Any:
-    _no_out("np.dot", {"out": out})
+    _no_out(np.dot, {"out": out})
     na, nb = _ndim(a), _ndim(b)
     if na == 0 or nb == 0:
         return np.multiply(a, b)
@@ -1062,7 +1136,7 @@ def _inner(lvl: Level, a: Any, b: Any) -> Any:
 
 @_rule(np.outer)
 def _outer(lvl: Level, a: Any, b: Any, out: Any = None) -> Any:
-    _no_out("np.outer", {"out": out})
+    _no_out(np.outer, {"out": out})
     return np.multiply(np.reshape(a, (-1, 1)), np.reshape(b, (1, -1)))
 
 
@@ -1245,14 +1319,19 @@ def settle(c: Any, parent: Any, mask: int) -> Any:
     return c
 
 
-def _spread_target(index: Any, out: Any) -> Any:
-    """``out`` (zeros to scatter into) made batched over every level of a batched ``index``."""
+def _spread_target(index: Any, x: Any, copy: bool) -> Any:
+    """``x`` made batched over every level of a batched ``index``: a plain array can neither be
+    indexed by per-example indices nor receive per-example values (``copy``: writable)."""
+    if type(x) is not np.ndarray and type(x) is not Batched:
+        return x  # a Tensor (a replayed rule): its own indexing records the op
     for p in index if type(index) is tuple else (index,):
         if type(p) is Batched:
             for lvl in reversed(_levels(p)):
-                if lvl not in _levels(out):
-                    out = _spread_in(out, lvl).copy()
-    return out
+                if lvl not in _levels(x):
+                    x = _spread_in(x, lvl)
+                    if copy:
+                        x = x.copy()
+    return x
 
 
 def _prefix(axes: Any, td: TreeDef, where: str) -> list[Any]:
@@ -1414,8 +1493,11 @@ def _leave(o: Any, axis: Any, lvl: Level, where: str) -> Any:
 
 def _install() -> None:
     """Let the reverse pass sum per-example gradients where they meet shared inputs."""
+    from .functional import _lift
+
     engine._batching = settle
     tensor._batched_type = Batched
+    _lift.spread_target = _spread_target
 
 
 _install()

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
-from .tensor import ArrayLike, Tensor, _binary, _linear, _shape_arg, _unary, _value, apply
+from .tensor import ArrayLike, Tensor, _array, _binary, _const, _linear, _shape_arg, _unary, _value, apply
 
 
 def _tensor(x: ArrayLike) -> Any:
@@ -260,7 +260,7 @@ def sign(x: ArrayLike) -> Tensor:
     >>> sign(Tensor([-2.0, 0.0, 3.0]))
     Tensor([-1.,  0.,  1.])
     """
-    return Tensor(np.sign(_value(x)))
+    return _const(np.sign(_value(x)))
 
 
 def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
@@ -270,7 +270,8 @@ def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     >>> where(x > 0, sqrt(x), 0.0)
     Tensor([0., 2.])
     """
-    return apply(F.where, "where", np.asarray(_value(cond), dtype=bool), _tensor(x), _tensor(y))
+    c = _array(_value(cond))
+    return apply(F.where, "where", c if c.dtype == bool else c.astype(bool), _tensor(x), _tensor(y))
 
 
 # ----- reductions and the softmax family ------------------------------------------------------------
@@ -500,7 +501,7 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
             [3., 4.]])
     """
     t = x if type(x) is Tensor else Tensor(_tensor(x))
-    idx = np.asarray(_value(indices))
+    idx = _array(_value(indices))
     if idx.dtype.kind not in "iu":
         raise TypeError(f"take: indices must be integers, got dtype {idx.dtype}; use x[mask] for a boolean mask")
     if axis is None:

@@ -12,9 +12,21 @@ from typing import Any
 import numpy as np
 
 apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, set on import
-# leanpass.batching's hook, set once vmap is imported: zeros to scatter into, made batched over
-# the vmap levels of a batched index (a plain array cannot receive per-example values)
-spread_target: Callable[[Any, Any], Any] | None = None
+# leanpass.batching's hook, set once vmap is imported: ``spread_target(index, x, copy)`` is ``x``
+# made batched over the vmap levels of a batched ``index`` (a plain array can neither be indexed
+# by nor receive per-example values); a writable copy with ``copy``.
+spread_target: Callable[[Any, Any, bool], Any] | None = None
+
+
+def index(x: Any, index: Any) -> Any:
+    """``x[index]``, also when vmap batches the index of an array shared by the examples.
+
+    >>> index(np.arange(3.0), [2, 0])
+    array([2., 0.])
+    """
+    if spread_target is not None:
+        x = spread_target(index, x, False)
+    return x[index]
 
 
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:

@@ -93,7 +93,7 @@ def getitem(x: Any, index: Any) -> tuple[Any, Any]:
     (array([2., 1.]),)
     """
     xshape = np.shape(x)
-    return x[index], lambda g: (_lift.unindex(g, index, xshape),)
+    return _lift.index(x, index), lambda g: (_lift.unindex(g, index, xshape),)
 
 
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
@@ -102,14 +102,16 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     >>> unindex(np.ones(3), [0, 0, 1], (2,))[0]
     array([2., 1.])
     """
+    # (a replayed pass, on Tensors, uses only the rule: the scatter runs on their values)
+    g = getattr(g, "_data", g)
     out = np.zeros_like(g, shape=shape)
     if _lift.spread_target is not None:  # (vmap: a batched index needs a batched target)
-        out = _lift.spread_target(index, out)
+        out = _lift.spread_target(index, out, True)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter
     else:
         np.add.at(out, index, g)
-    return out, lambda h: (h[index], None, None)
+    return out, lambda h: (_lift.index(h, index), None, None)
 
 
 def _is_basic(index: Any) -> bool:
