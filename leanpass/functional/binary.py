@@ -151,7 +151,7 @@ def _div_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
     # The divisor's cotangent as -(g / y) * ans, not -g * x / y**2: replayed for higher orders,
     # each order then divides by y once more (as x ** -1.0's rule does) instead of squaring it,
     # which lost accuracy and overflowed float32 from about the 6th derivative of 1 / x.
-    gx = g / y if need[0] or need[1] else None
+    gx = g / y
     return (
         unbroadcast(gx, x) if need[0] else None,
         unbroadcast(-gx * ans, y) if need[1] else None,
