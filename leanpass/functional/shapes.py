@@ -80,8 +80,11 @@ def astype(x: Any, dtype: Any) -> tuple[Any, Any]:
     >>> astype(np.ones(2), np.float32)[0].dtype
     dtype('float32')
     """
-    xdtype = np.result_type(x)
-    return (x if hasattr(x, "astype") else np.asarray(x)).astype(dtype), lambda g: (g.astype(xdtype),)
+    if np.dtype(dtype).kind not in "biuf":
+        raise TypeError(f"astype: cannot cast to {np.dtype(dtype)}; LeanPass differentiates real numbers only")
+    a = x if hasattr(x, "astype") else np.asarray(x)  # (a Tensor, in a replayed pass, records its own astype)
+    xdtype = a.dtype
+    return a.astype(dtype), lambda g: (g.astype(xdtype),)
 
 
 def getitem(x: Any, index: Any) -> tuple[Any, Any]:
@@ -103,7 +106,7 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     array([2., 1.])
     """
     # (a replayed pass, on Tensors, uses only the rule: the scatter runs on their values)
-    g = getattr(g, "_data", g)
+    g = _lift.constant(g)
     out = np.zeros_like(g, shape=shape)
     if _lift.spread_target is not None:  # (vmap: a batched index needs a batched target)
         out = _lift.spread_target(index, out, True)
