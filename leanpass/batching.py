@@ -164,16 +164,17 @@ class Batched(NDArrayOperatorsMixin):
 
     # ----- NumPy's protocols -----------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        lvl = self.level
+        lvl: Level | None = self.level
         if method == "__call__" and len(inputs) == 1 and not kwargs:  # np.exp(x): the common case, short
-            return Batched(ufunc(self.value), lvl)
-        if _defer(lvl, inputs, kwargs.get("out", ())):
+            return Batched(ufunc(self.value), self.level)
+        lvl = _top(lvl, inputs, kwargs.get("out", ()))
+        if lvl is None:
             return NotImplemented
         return _ufunc(lvl, ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        lvl = self.level
-        if Tensor in types or _defer(lvl, args, tuple(kwargs.values())):
+        lvl = None if Tensor in types else _top(self.level, args, tuple(kwargs.values()))
+        if lvl is None:
             return NotImplemented
         rule = RULES.get(func)
         if rule is None:
@@ -185,12 +186,17 @@ class Batched(NDArrayOperatorsMixin):
 
     # ----- indexing ----------------------------------------------------------------------------
     def __getitem__(self, index: Any) -> Any:
-        if _defer(self.level, index if type(index) is tuple else (index,), ()):
-            return NotImplemented  # (never reached through Python's [] for a Tensor index)
-        return _getitem(self.level, self.value, index)
+        lvl = _top(self.level, index if type(index) is tuple else (index,), ())
+        if lvl is None:
+            raise TypeError("vmap: index with the Tensor's values (t._data), or index the Tensor")
+        if lvl is not self.level:  # an inner level's index: this value is the same for its examples
+            return _getitem(lvl, _spread(lvl, self), index)
+        return _getitem(lvl, self.value, index)
 
     def __setitem__(self, index: Any, v: Any) -> None:
         lvl = self.level
+        if _top(lvl, index if type(index) is tuple else (index,), (v,)) is not lvl:
+            raise TypeError("vmap: writing values of an inner vmap into a value of an outer one; build a new array")
         target, new, pos = _index(lvl, self.value, index)
         target[new] = _spread_like(lvl, v, target[new], pos)
 
@@ -294,22 +300,26 @@ def _name(func: Any) -> str:
     return f"{prefix}.{getattr(func, '__name__', func)}"
 
 
-def _defer(lvl: Level, args: Any, more: Any) -> bool:
-    """True when another object should answer first: a Tensor (it records the op, then calls
-    NumPy on its values), or a stand-in of an inner (newer) level."""
+def _top(lvl: Level, args: Any, more: Any) -> Level | None:
+    """The level a NumPy call is batched at: the innermost (newest) among its stand-ins (an outer
+    level's stand-in is a value shared by the inner level's examples). None when a Tensor is among
+    the arguments: it answers first (it records the op, then calls NumPy on its values)."""
     for group in (args, more if type(more) is tuple else (more,)):
         for a in group:
             t = type(a)
             if t is Batched:
                 if a.level.id > lvl.id:
-                    return True
+                    lvl = a.level
             elif t is Tensor:
-                return True
+                return None
             elif t is list or t is tuple:
                 for b in a:
-                    if (type(b) is Batched and b.level.id > lvl.id) or type(b) is Tensor:
-                        return True
-    return False
+                    if type(b) is Batched:
+                        if b.level.id > lvl.id:
+                            lvl = b.level
+                    elif type(b) is Tensor:
+                        return None
+    return lvl
 
 
 def _is(x: Any, lvl: Level) -> bool:

@@ -51,6 +51,6 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
     """
     from .shapes import unindex as op
 
-    if isinstance(g, (np.ndarray, np.generic)) or apply is None:
+    if isinstance(g, (np.ndarray, np.generic)) or apply is None or not hasattr(g, "_trace"):  # (not a Tensor)
         return op(g, index, shape)[0]
     return apply(op, "unindex", g, index, shape)
