@@ -164,10 +164,9 @@ class Batched(NDArrayOperatorsMixin):
 
     # ----- NumPy's protocols -----------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        lvl: Level | None = self.level
         if method == "__call__" and len(inputs) == 1 and not kwargs:  # np.exp(x): the common case, short
             return Batched(ufunc(self.value), self.level)
-        lvl = _top(lvl, inputs, kwargs.get("out", ()))
+        lvl = _top(self.level, inputs, kwargs.get("out", ()))
         if lvl is None:
             return NotImplemented
         return _ufunc(lvl, ufunc, method, inputs, kwargs)
