@@ -415,6 +415,10 @@ def _ufunc(lvl: Level, ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kw
                 kwargs["where"] = vals.pop()
             else:
                 vals, _ = _align(lvl, inputs)
+            outs = out if type(out) is tuple else (out,)
+            if out is not None and all(_is(o, lvl) for o in outs):  # a *= b on a batched a: in place
+                ufunc(*vals, out=tuple(o.value for o in outs), **kwargs)
+                return outs[0] if len(outs) == 1 else outs
             result = ufunc(*vals, **kwargs)
         return _into(lvl, out, result, ufunc)
     if method == "at":
@@ -1417,12 +1421,7 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
 
     @functools.wraps(f)
     def mapped(*args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            raise TypeError("vmap: pass the mapped function's arguments by position (in_axes refers to them)")
-        if isinstance(in_axes, (tuple, list)) and not isinstance(in_axes, tuple):
-            axes_tree: Any = tuple(in_axes)
-        else:
-            axes_tree = in_axes
+        axes_tree = tuple(in_axes) if type(in_axes) is list else in_axes
         if type(axes_tree) is tuple and len(axes_tree) != len(args):
             raise ValueError(
                 f"vmap: in_axes has {len(axes_tree)} entries but the function got {len(args)} "
@@ -1430,25 +1429,28 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
             )
         leaves, td = tree_flatten(args)
         axes = _prefix(axes_tree, td, "in_axes")
-        paths = _paths(td, "args")
+        if kwargs:  # (keyword arguments are mapped over their first axis, as in JAX)
+            k_leaves, k_td = tree_flatten(kwargs)
+            leaves, axes = leaves + k_leaves, axes + [0] * len(k_leaves)
         size = None
-        first = ""
-        for x, ax, path in zip(leaves, axes, paths):
+        first = -1
+        for i, (x, ax) in enumerate(zip(leaves, axes)):
             if ax is None:
                 continue
             shape = np.shape(x._data if type(x) is Tensor else x)
             if not -len(shape) <= ax < len(shape):
                 raise ValueError(
-                    f"vmap: in_axes={ax} for {path} of shape {shape}, which has no axis {ax}"
+                    f"vmap: in_axes={ax} for {_arg_name(td, kwargs, i)} of shape {shape}, which has no axis {ax}"
                     f"{' (it is a scalar: map it with None)' if not shape else ''}."
                 )
             n = shape[ax]
             if size is None:
-                size, first = n, f"{path} has size {n} along axis {ax}"
+                size, first = n, i
             elif n != size:
                 raise ValueError(
-                    f"vmap: mapped axes have different sizes: {first}, but {path} has size {n} "
-                    f"along axis {ax}. Every mapped argument needs the same batch size."
+                    f"vmap: mapped axes have different sizes: {_arg_name(td, kwargs, first)} has size {size} "
+                    f"along axis {axes[first]}, but {_arg_name(td, kwargs, i)} has size {n} along axis {ax}. "
+                    "Every mapped argument needs the same batch size."
                 )
         if size is None:
             raise ValueError("vmap: in_axes maps no argument (all None); map at least one axis")
@@ -1458,11 +1460,13 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
         ins = []
         for x, ax in zip(leaves, axes):
             ins.append(x if ax is None else _enter(x, ax % np.ndim(x._data if type(x) is Tensor else x), lvl))
-        out = f(*tree_unflatten(td, ins))
+        n_args = _count(td)
+        new_kwargs = tree_unflatten(k_td, ins[n_args:]) if kwargs else {}
+        out = f(*tree_unflatten(td, ins[:n_args]), **new_kwargs)
         out_leaves, out_td = tree_flatten(out)
         oaxes = _prefix(out_axes, out_td, "out_axes")
-        return tree_unflatten(out_td, [_leave(o, ax, lvl, p)
-                                       for o, ax, p in zip(out_leaves, oaxes, _paths(out_td, "output"))])
+        outs = [_leave(o, ax, lvl, out_td, i) for i, (o, ax) in enumerate(zip(out_leaves, oaxes))]
+        return tree_unflatten(out_td, outs)
 
     return mapped
 
@@ -1481,17 +1485,27 @@ def _enter(x: Any, axis: int, lvl: Level) -> Any:
     return Batched(v, lvl)
 
 
-def _leave(o: Any, axis: Any, lvl: Level, where: str) -> Any:
+def _arg_name(td: TreeDef, kwargs: dict[str, Any], i: int) -> str:
+    """The name of argument leaf ``i`` in an error message: ``args[0]['w']``, ``kwargs['x']``."""
+    paths = _paths(td, "args")
+    if kwargs:
+        paths += _paths(tree_flatten(kwargs)[1], "kwargs")
+    return paths[i]
+
+
+def _leave(o: Any, axis: Any, lvl: Level, td: TreeDef, i: int) -> Any:
+    """Output leaf ``i`` (of the output tree ``td``) as the array of all examples."""
     data = o._data if type(o) is Tensor else o
     if axis is None:
         if _is(data, lvl):
-            raise ValueError(f"vmap: out_axes is None for {where}, but it differs between examples")
+            raise ValueError(f"vmap: out_axes is None for {_paths(td, 'output')[i]}, but it differs between examples")
         return o
     if not isinstance(data, (np.ndarray, np.generic, Batched, int, float, bool)):
-        raise TypeError(f"vmap: the mapped function returned {type(o).__name__} at {where}; return arrays or Tensors")
-    nd = _ndim(data) + (0 if _is(data, lvl) else 0) + 1
+        raise TypeError(f"vmap: the mapped function returned {type(o).__name__} at {_paths(td, 'output')[i]}; "
+                        "return arrays or Tensors")
+    nd = _ndim(data) + 1
     if not -nd <= axis < nd:
-        raise ValueError(f"vmap: out_axes={axis} for {where}, which has {nd - 1} axes per example")
+        raise ValueError(f"vmap: out_axes={axis} for {_paths(td, 'output')[i]}, which has {nd - 1} axes per example")
     axis %= nd
     if type(o) is Tensor:
         if o._trace:

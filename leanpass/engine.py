@@ -71,7 +71,7 @@ def reverse_pass(
             if not heap and type(p) is Tensor and p._vjp is not None:
                 c = cts[0]
                 if c is not None and p._trace & mask:
-                    if _batching is not None:
+                    if _batching is not None and type(c) is not np.ndarray:
                         c = _batching(c, p, mask)
                     node = p
                     g = c
@@ -83,8 +83,8 @@ def reverse_pass(
         for p, c in zip(parents, cts):
             if c is None or type(p) is not Tensor or not p._trace & mask:
                 continue  # a constant, or an input this pass does not differentiate
-            if _batching is not None:  # (vmap is in use: per-example cotangents meet shared inputs)
-                c = _batching(c, p, mask)
+            if _batching is not None and type(c) is not np.ndarray:  # (vmap is in use: per-example
+                c = _batching(c, p, mask)  # cotangents, or a recorded pass's Tensors, meet shared inputs)
             if p._vjp is None:  # a leaf (a parameter): no VJP to wait for, so no heap either
                 ps = p._seq
                 hit = leaves.get(ps)

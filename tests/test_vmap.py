@@ -310,3 +310,10 @@ def test_a_numpy_function_without_a_rule_is_named() -> None:
         lp.vmap(lambda x: float(x))(np.zeros(3))
     with pytest.raises(TypeError, match="np.nonzero gives each example its own number"):
         lp.vmap(lambda x: np.nonzero(x))(np.zeros((3, 2)))
+
+
+def test_keyword_arguments_are_mapped_over_their_first_axis() -> None:
+    xs, ws = np.arange(6.0).reshape(3, 2), np.ones((3, 2))
+    close(lp.vmap(lambda x, *, w: x * w)(xs, w=ws), xs * ws)
+    with pytest.raises(ValueError, match=r"kwargs\['w'\] has size 2 along axis 0"):
+        lp.vmap(lambda x, *, w: x * w)(xs, w=np.ones((2, 2)))
