@@ -599,6 +599,8 @@ def _astype(x: Any, dtype: Any) -> Tensor:
 
 def _plain(v: Any, name: str) -> Any:
     """A non-Tensor operand, checked: Python numbers and real NumPy arrays are constants."""
+    if type(v) is np.ndarray and v.dtype.kind != "c":  # the usual case (a batch), first
+        return v
     if isinstance(v, _PLAIN) and not isinstance(v, complex):
         dtype: Any = getattr(v, "dtype", _REAL)
         if dtype.kind == "c":
