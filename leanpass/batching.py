@@ -40,8 +40,8 @@ _next_id = itertools.count(1).__next__
 
 
 class Level:
-    """One ``vmap`` call: the batch size, and the transform depth it was made at (how many
-    ``grad``-like transforms enclose it), which says where its per-example gradients are summed."""
+    """One ``vmap`` call: the batch size, and the trace level it was made at (the trace bits the
+    enclosing ``grad``-like transforms hold), which says where its per-example gradients are summed."""
 
     __slots__ = ("id", "size", "depth")
 
@@ -1348,7 +1348,7 @@ def settle(c: Any, parent: Any, mask: int) -> Any:
     data = c._data if type(c) is Tensor else c
     if type(data) is not Batched:
         return c
-    depth = -1 if mask == -1 else mask.bit_length() - 2  # the grad whose bit is 2 << depth
+    depth = -1 if mask == -1 else mask.bit_length() - 2  # the transform whose bit is 2 << its level
     if data.level.depth <= depth and type(data.value) is not Batched:
         return c  # vmap(grad(f)): the examples stay apart (the common case, decided quickly)
     mine = _levels(parent._data)
@@ -1480,9 +1480,7 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
                 )
         if size is None:
             raise ValueError("vmap: in_axes maps no argument (all None); map at least one axis")
-        from .transforms import _depth
-
-        lvl = Level(size, _depth.get())
+        lvl = Level(size, engine._level.get())
         ins = []
         for x, ax in zip(leaves, axes):
             ins.append(x if ax is None else _enter(x, ax % np.ndim(x._data if type(x) is Tensor else x), lvl))
