@@ -1129,6 +1129,13 @@ def _einsum(lvl: Level, subscripts: Any, *operands: Any, **kwargs: Any) -> Any:
     return Batched(np.einsum(f"{','.join(ins)}->{z}{out}", *vals, **kwargs), lvl)
 
 
+@_rule(np.einsum_path)
+def _einsum_path(lvl: Level, subscripts: Any, *operands: Any, **kwargs: Any) -> Any:
+    """The contraction order for one example's shapes (the batch letter only rides along)."""
+    shapes = [np.empty(np.shape(x)) for x in operands]  # (np.shape gives an example's shape)
+    return np.einsum_path(subscripts, *shapes, **kwargs)
+
+
 @_rule(np.tensordot)
 def _tensordot(lvl: Level, a: Any, b: Any, axes: Any = 2) -> Any:
     na, nb = _ndim(a), _ndim(b)

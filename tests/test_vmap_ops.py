@@ -1,6 +1,7 @@
 """Every op in ``functional.OPS`` under ``vmap``, ``vmap(grad)`` and ``vmap`` of a second derivative.
 
-Each op's sample inputs (tests/op_samples.py) are drawn for several examples and stacked; the
+Each op's sample inputs (the tables the walks share: tests/op_samples.py, and those of other
+modules' ops when present) are drawn for several examples and stacked; the
 batched result must equal the per-example results stacked, in float64 to rounding error. Every
 array argument is mapped (float inputs, and integer indices, labels and masks too), the others
 (axes, shapes, subscripts) are shared.
@@ -8,16 +9,52 @@ array argument is mapped (float inputs, and integer indices, labels and masks to
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import op_samples
 import pytest
-from op_samples import SAMPLES, op_of
 
 import leanpass as lp
 from leanpass import functional as F
 
 N = 3  # examples per batch
+
+
+def _args(sample: Any) -> tuple[Any, ...]:
+    """A sample's arguments (a table may give ``(args, positions of the differentiable ones)``)."""
+    if type(sample) is tuple and len(sample) == 2 and type(sample[0]) is list and type(sample[1]) is list:
+        return tuple(sample[0])
+    return tuple(sample)
+
+
+def _scaled(args: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+    """Another example from a table of fixed samples: its float arrays scaled (symmetry and sign kept)."""
+    return tuple(a * (1 + 0.05 * seed) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args)
+
+
+def _tables() -> dict[str, Callable[[int], tuple[Any, ...]]]:
+    """key -> (seed -> one example's arguments), from every sample table of the test suite."""
+    out: dict[str, Callable[[int], tuple[Any, ...]]] = {
+        k: (lambda seed, b=b: _args(b(np.random.default_rng(seed)))) for k, b in op_samples.SAMPLES.items()
+    }
+    for name in ("samples_linalg_special",):  # tables whose builders take no generator
+        try:
+            table = importlib.import_module(name).SAMPLES
+        except ImportError:
+            continue
+        for k, b in table.items():
+            out.setdefault(k, lambda seed, b=b: _scaled(_args(b()), seed))
+    return out
+
+
+SAMPLES = _tables()
+
+
+def op_of(key: str) -> str:
+    return key if key in F.OPS else op_samples.op_of(key)
 
 
 def _call(key: str) -> Any:
@@ -27,11 +64,7 @@ def _call(key: str) -> Any:
 
 
 def _examples(key: str) -> list[tuple[Any, ...]]:
-    return [SAMPLES[key](np.random.default_rng(seed)) for seed in range(N)]
-
-
-def _mapped(args: tuple[Any, ...]) -> list[int]:
-    return [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    return [SAMPLES[key](seed) for seed in range(N)]
 
 
 def _stack(parts: list[Any], inside: bool = False) -> Any:
@@ -72,7 +105,7 @@ def _scalarised(key: str, weights: np.ndarray) -> Any:
 
 def test_every_op_has_a_sample() -> None:
     missing = sorted(set(F.OPS) - {op_of(k) for k in SAMPLES})
-    assert not missing, f"ops without sample inputs in tests/op_samples.py: {missing}"
+    assert not missing, f"ops without sample inputs (add them to tests/op_samples.py): {missing}"
 
 
 @pytest.mark.parametrize("key", sorted(SAMPLES))
