@@ -317,3 +317,11 @@ def test_keyword_arguments_are_mapped_over_their_first_axis() -> None:
     close(lp.vmap(lambda x, *, w: x * w)(xs, w=ws), xs * ws)
     with pytest.raises(ValueError, match=r"kwargs\['w'\] has size 2 along axis 0"):
         lp.vmap(lambda x, *, w: x * w)(xs, w=np.ones((2, 2)))
+
+
+def test_backward_through_vmap_sums_over_the_examples() -> None:
+    w = lp.Tensor([0.5, -1.0], requires_grad=True)
+    xs = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    lp.sum(lp.vmap(lambda x: lp.sum(lp.tanh(w * x)))(xs)).backward()
+    want = sum((1 - np.tanh(np.array([0.5, -1.0]) * x) ** 2) * x for x in xs)
+    close(w.grad, want)
