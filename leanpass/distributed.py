@@ -197,10 +197,14 @@ class _Watchdog:
             "A longer limit: LEANPASS_MPI_TIMEOUT=seconds or leanpass.distributed.set_timeout(seconds).\n"
         )
         sys.stderr.flush()
+        time.sleep(_FORWARD)
         try:
             self.comm.Abort(3)
         finally:
             os._exit(3)
+
+
+_FORWARD = 0.5  # seconds for mpiexec to pass a message on before MPI_Abort ends every process
 
 
 def _abort_on_uncaught_exception(comm: Any) -> None:
@@ -211,6 +215,7 @@ def _abort_on_uncaught_exception(comm: Any) -> None:
         previous(kind, value, tb)
         sys.stderr.flush()
         sys.stdout.flush()
+        time.sleep(_FORWARD)
         comm.Abort(1)
 
     sys.excepthook = hook
@@ -259,7 +264,7 @@ def _leaf_array(x: Any, where: str, path: str) -> np.ndarray:
                 "differentiable. Call it on the gradients (the result of lp.grad, or optim.collect_grads "
                 "after .backward()), outside the function being differentiated."
             )
-        return x._data  # type: ignore[no-any-return]
+        return x._data
     if isinstance(x, np.ndarray):
         return x
     if isinstance(x, (bool, int, float, np.generic)):
@@ -376,6 +381,10 @@ def _agree(world: _World, flat: _Flat, what: str) -> None:
     raise ValueError(_mismatch(every))
 
 
+def _count(n: int) -> str:
+    return f"{n} leaf" if n == 1 else f"{n} leaves"
+
+
 def _mismatch(every: list[tuple[str, str, list[str], list[tuple[Any, str]]]]) -> str:
     """The message for trees (or calls) that differ across ranks; ``every[r]`` is rank r's view."""
     what0, layout0, paths0, specs0 = every[0]
@@ -388,13 +397,19 @@ def _mismatch(every: list[tuple[str, str, list[str], list[tuple[Any, str]]]]) ->
     if what != what0:
         return f"{head}: rank 0 called {what0} but rank {r} called {what}. {fix}"
     if layout != layout0:
+        detail = "the containers differ"
         if len(paths) != len(paths0):
-            detail = f"rank 0's tree has {len(paths0)} leaves, rank {r}'s has {len(paths)}"
-        else:
-            detail = "the containers differ"
-        for i, (p, q) in enumerate(zip(paths0, paths)):
+            detail = f"rank 0's tree has {_count(len(paths0))}, rank {r}'s has {_count(len(paths))}"
+        for i in range(max(len(paths), len(paths0))):
+            p = paths0[i] if i < len(paths0) else None
+            q = paths[i] if i < len(paths) else None
             if p != q:
-                detail += f"; the first leaf that differs is leaf {i}: {p} on rank 0, {q} on rank {r}"
+                if p is None:
+                    detail += f"; rank {r} also has the leaf {q}"
+                elif q is None:
+                    detail += f"; rank 0 also has the leaf {p}"
+                else:
+                    detail += f"; leaf {i} is {p} on rank 0 but {q} on rank {r}"
                 break
         return f"{what0}: {head} ({detail}). {fix}"
     for p, a, b in zip(paths0, specs0, specs):
@@ -494,7 +509,7 @@ def check_in_sync(tree: Any, *, comm: Any = None) -> None:
     if world.size == 1:
         return
     mpi = world.mpi
-    sums = np.array([zlib.crc32(np.ascontiguousarray(a).view(np.uint8).reshape(-1)) for a in flat.arrays],
+    sums = np.array([zlib.crc32(np.ascontiguousarray(a).data) for a in flat.arrays],
                     dtype=np.int64)
     with _Collective(world, "check_in_sync"):
         _agree(world, flat, "check_in_sync")
