@@ -100,7 +100,8 @@ def checks(out: Path) -> None:
     mine = {"w": np.full((2, 3), float(r)), "b": lp.Tensor(np.arange(3.0) + r, requires_grad=True),
             "step": 5 + r, "h": np.float32(r)}
     got = distributed.broadcast(mine, root=1)
-    facts["broadcast"] = {"w": got["w"].tolist(), "b": got["b"]._data.tolist(), "b_requires_grad": got["b"].requires_grad,
+    facts["broadcast"] = {"w": got["w"].tolist(), "b": got["b"]._data.tolist(),
+                          "b_requires_grad": got["b"].requires_grad,
                           "step": got["step"], "step_type": type(got["step"]).__name__, "h": float(got["h"]),
                           "h_type": type(got["h"]).__name__, "mine_w_after": mine["w"].tolist()}
 

@@ -50,7 +50,9 @@ def run(args: list[str], n: int | None = 2, timeout: float = 30.0) -> tuple[subp
     """Run ``python args`` under ``mpiexec -n n`` (or alone when n is None); return it and its seconds.
 
     ``-launcher fork`` starts the processes directly (no ssh, no network: loopback only)."""
-    cmd = [sys.executable, *args] if n is None else [mpiexec(), "-launcher", "fork", "-n", str(n), sys.executable, *args]
+    cmd = [sys.executable, *args]
+    if n is not None:
+        cmd = [mpiexec(), "-launcher", "fork", "-n", str(n), *cmd]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env(timeout), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -265,8 +267,8 @@ def test_shard_splits_every_global_batch_and_checks_its_arguments():
     assert len(joined) == 3  # the last batch of 5 gives 1 to each rank
     assert [b.tolist() for (b,) in data.batches(x, batch_size=6, shard=(0, 1))] == \
         [b.tolist() for (b,) in data.batches(x, batch_size=6)]
-    assert list(data.batches(np.arange(8), batch_size=6, shard=(0, 3))) != []  # 2 left over: fewer than 3 ranks
-    assert len(list(data.batches(np.arange(8), batch_size=6, shard=(0, 3)))) == 1 == data.num_batches(8, 6, shard=(0, 3))
+    eight = list(data.batches(np.arange(8), batch_size=6, shard=(0, 3)))  # the 2 left are fewer than 3 ranks
+    assert len(eight) == 1 == data.num_batches(8, 6, shard=(0, 3))
     with pytest.raises(ValueError, match="must be divisible by world_size 4"):
         next(data.batches(x, batch_size=6, shard=(0, 4)))
     with pytest.raises(ValueError, match=r"0 <= rank < world_size, got \(2, 2\)"):
