@@ -273,3 +273,14 @@ def test_shard_splits_every_global_batch_and_checks_its_arguments():
         next(data.batches(x, batch_size=6, shard=(0, 4)))
     with pytest.raises(ValueError, match=r"0 <= rank < world_size, got \(2, 2\)"):
         next(data.batches(x, batch_size=6, shard=(2, 2)))
+
+
+def test_the_docs_training_script_prints_the_same_on_two_processes(tmp_path):
+    text = (ROOT / "docs" / "distributed.md").read_text()
+    section = text[text.index("## A full training script"):]
+    script = section.split("```python\n", 1)[1].split("```\n", 1)[0]
+    expected = section.split("```output\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "train.py").write_text(script)
+    proc, _ = run([str(tmp_path / "train.py")])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected
