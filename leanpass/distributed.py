@@ -255,12 +255,12 @@ def _world_for(comm: Any) -> _World:
 
 
 # ----- leaves and the layout of a tree ----------------------------------------------------------------
-def _leaf_array(x: Any, where: str, path: str) -> np.ndarray:
-    """The raw values of one leaf (a Tensor's own array, never a copy)."""
+def _leaf_array(x: Any, where: str, treedef: TreeDef, i: int) -> np.ndarray:
+    """The raw values of leaf ``i`` (a Tensor's own array, never a copy)."""
     if type(x) is Tensor:
         if x._trace > 1 or (x._trace == 1 and x._op != "leaf"):
             raise TypeError(
-                f"{where}: the leaf {path} is a Tensor that is being differentiated; {where} is not "
+                f"{where}: the leaf {_layout(treedef)[1][i]} is a Tensor that is being differentiated; {where} is not "
                 "differentiable. Call it on the gradients (the result of lp.grad, or optim.collect_grads "
                 "after .backward()), outside the function being differentiated."
             )
@@ -270,7 +270,8 @@ def _leaf_array(x: Any, where: str, path: str) -> np.ndarray:
     if isinstance(x, (bool, int, float, np.generic)):
         return np.asarray(x)
     raise TypeError(
-        f"{where}: the leaf {path} is a {type(x).__name__}; the leaves must be arrays, Tensors or numbers."
+        f"{where}: the leaf {_layout(treedef)[1][i]} is a {type(x).__name__}; the leaves must be arrays, "
+        "Tensors or numbers."
     )
 
 
@@ -337,48 +338,92 @@ def _stable(meta: Any) -> str:
     return type(meta).__name__
 
 
-class _Flat:
-    """A tree taken apart: its leaves, their arrays, the structure, and a checksum of the layout."""
+class _Plan:
+    """What one layout needs, worked out once and kept: the leaves' paths, a checksum of the
+    layout (structure, shapes, dtypes), and for each dtype where each leaf sits in its buffer."""
 
-    __slots__ = ("leaves", "arrays", "treedef", "paths", "layout", "signature")
+    __slots__ = ("layout", "paths", "signature", "groups")
 
-    def __init__(self, tree: Any, where: str, floats_only: bool) -> None:
-        self.leaves, self.treedef = tree_flatten(tree)
-        self.layout, self.paths = _layout(self.treedef)
-        self.arrays = [_leaf_array(x, where, p) for x, p in zip(self.leaves, self.paths)]
-        for a, p in zip(self.arrays, self.paths):
-            if a.dtype.kind not in ("f" if floats_only else "biuf"):
+    def __init__(self, treedef: TreeDef, specs: tuple[tuple[Any, np.dtype], ...], where: str,
+                 floats_only: bool) -> None:
+        self.layout, self.paths = _layout(treedef)
+        for (_, dtype), path in zip(specs, self.paths):
+            if dtype.kind not in ("f" if floats_only else "biuf"):
                 raise TypeError(
-                    f"{where}: the leaf {p} has dtype {a.dtype}; "
+                    f"{where}: the leaf {path} has dtype {dtype}; "
                     + ("only floating-point leaves can be averaged (gradients are)." if floats_only
                        else "the leaves must hold numbers.")
                 )
-        shapes = ";".join(f"{a.dtype.str}{a.shape}" for a in self.arrays)
-        self.signature = zlib.crc32(f"{self.layout}|{shapes}".encode())
+        text = ";".join(f"{dtype.str}{shape}" for shape, dtype in specs)
+        self.signature = zlib.crc32(f"{self.layout}|{text}".encode())
+        by_dtype: dict[np.dtype, list[int]] = {}
+        for i, (_, dtype) in enumerate(specs):
+            by_dtype.setdefault(dtype, []).append(i)
+        # per dtype: (dtype, buffer length, [(leaf index, start, stop, shape), ...])
+        self.groups: list[tuple[np.dtype, int, list[tuple[int, int, int, Any]]]] = []
+        for dtype, idx in by_dtype.items():
+            places, start = [], 0
+            for i in idx:
+                shape = specs[i][0]
+                stop = start + int(np.prod(shape, dtype=np.int64))
+                places.append((i, start, stop, shape))
+                start = stop
+            self.groups.append((dtype, start, places))
 
-    def groups(self) -> dict[np.dtype, list[int]]:
-        """The leaf indices of each dtype, in the order the dtypes first appear."""
-        out: dict[np.dtype, list[int]] = {}
-        for i, a in enumerate(self.arrays):
-            out.setdefault(a.dtype, []).append(i)
-        return out
 
-    def rebuild(self, arrays: list[np.ndarray]) -> Any:
+# (id of a treedef, floats only) -> (that treedef, the leaves' (shape, dtype)s, its plan). A model's
+# gradients come back each step with the same treedef object (tree_unflatten keeps frozen modules'),
+# so the lookup is one identity test and one comparison of shapes.
+_PLANS: dict[tuple[int, bool], tuple[TreeDef, Any, _Plan]] = {}
+
+
+class _Flat:
+    """A tree taken apart: its leaves, their arrays, the structure and its plan."""
+
+    __slots__ = ("leaves", "arrays", "treedef", "plan")
+
+    def __init__(self, tree: Any, where: str, floats_only: bool) -> None:
+        self.leaves, self.treedef = tree_flatten(tree)
+        self.arrays = [_leaf_array(x, where, self.treedef, i) for i, x in enumerate(self.leaves)]
+        specs = tuple([(a.shape, a.dtype) for a in self.arrays])
+        key = (id(self.treedef), floats_only)
+        hit = _PLANS.get(key)
+        if hit is not None and hit[0] is self.treedef and hit[1] == specs:
+            self.plan = hit[2]
+            return
+        self.plan = _Plan(self.treedef, specs, where, floats_only)
+        if len(_PLANS) >= 256:
+            _PLANS.clear()
+        _PLANS[key] = (self.treedef, specs, self.plan)  # holds the treedef: its id stays its own
+
+    def rebuild(self, arrays: list[Any]) -> Any:
         return tree_unflatten(self.treedef, [_rebuild(x, a) for x, a in zip(self.leaves, arrays)])
 
 
-def _agree(world: _World, flat: _Flat, what: str) -> None:
-    """Check with one small all-reduce that every rank is in the same call with the same layout;
-    raise ValueError on every rank, naming the ranks and the first leaf that differs, if not."""
+def _agree_start(world: _World, flat: _Flat, what: str) -> tuple[Any, np.ndarray, int]:
+    """Start one small all-reduce (MAX of the layout's checksum and of its negation) that tells
+    whether every rank is in the same call with the same layout; ``_agree_finish`` waits for it."""
     mpi = world.mpi
-    sig = zlib.crc32(what.encode(), flat.signature)
+    sig = zlib.crc32(what.encode(), flat.plan.signature)
     pair = np.array([sig, -sig], dtype=np.int64)
-    world.comm.Allreduce(mpi.IN_PLACE, pair, op=mpi.MAX)
+    return world.comm.Iallreduce(mpi.IN_PLACE, pair, op=mpi.MAX), pair, sig
+
+
+def _agree_finish(world: _World, flat: _Flat, started: tuple[Any, np.ndarray, int], what: str) -> None:
+    """Wait for ``_agree_start``'s all-reduce; if the ranks differ, raise ValueError on every rank,
+    naming the ranks and the first leaf that differs."""
+    request, pair, sig = started
+    request.Wait()
     if pair[0] == -pair[1] == sig:
         return
-    mine = (what, flat.layout, flat.paths, [(a.shape, a.dtype.str) for a in flat.arrays])
+    plan = flat.plan
+    mine = (what, plan.layout, plan.paths, [(a.shape, a.dtype.str) for a in flat.arrays])
     every = world.comm.allgather(mine)
     raise ValueError(_mismatch(every))
+
+
+def _agree(world: _World, flat: _Flat, what: str) -> None:
+    _agree_finish(world, flat, _agree_start(world, flat, what), what)
 
 
 def _count(n: int) -> str:
@@ -439,23 +484,21 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
     flat = _Flat(tree, "all_reduce_mean", floats_only=True)
     if world.size == 1:
         return tree
-    mpi, size = world.mpi, world.size
-    out: list[Any] = [None] * len(flat.arrays)
+    mpi, size, arrays = world.mpi, world.size, flat.arrays
+    out: list[Any] = [None] * len(arrays)
     with _Collective(world, "all_reduce_mean"):
-        _agree(world, flat, "all_reduce_mean")
-        for dtype, idx in flat.groups().items():
-            buffer = np.empty(sum(flat.arrays[i].size for i in idx), dtype=dtype)
-            start = 0
-            for i in idx:  # each process adds its share, x / size: the sum is then the mean
-                a = flat.arrays[i]
-                stop = start + a.size
-                np.divide(a, size, out=buffer[start:stop].reshape(a.shape))
-                out[i] = (start, stop)
-                start = stop
+        started = _agree_start(world, flat, "all_reduce_mean")  # in flight while the buffers fill
+        buffers = []
+        for dtype, length, places in flat.plan.groups:
+            buffer = np.empty(length, dtype=dtype)
+            for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
+                np.divide(arrays[i], size, out=buffer[start:stop].reshape(shape))
+            buffers.append(buffer)
+        _agree_finish(world, flat, started, "all_reduce_mean")
+        for buffer, (_, _, places) in zip(buffers, flat.plan.groups):
             world.comm.Allreduce(mpi.IN_PLACE, buffer, op=mpi.SUM)
-            for i in idx:
-                start, stop = out[i]
-                out[i] = buffer[start:stop].reshape(flat.arrays[i].shape)
+            for i, start, stop, shape in places:
+                out[i] = buffer[start:stop].reshape(shape)
     return flat.rebuild(out)
 
 
@@ -480,18 +523,14 @@ def broadcast(tree: Any, root: int = 0, *, comm: Any = None) -> Any:
     out: list[Any] = [None] * len(flat.arrays)
     with _Collective(world, f"broadcast(root={root})"):
         _agree(world, flat, f"broadcast(root={root})")
-        for dtype, idx in flat.groups().items():
-            parts = [flat.arrays[i].reshape(-1) for i in idx]
+        for dtype, length, places in flat.plan.groups:
+            buffer = np.empty(length, dtype=dtype)
             if world.rank == root:
-                buffer = np.concatenate(parts)
-            else:
-                buffer = np.empty(sum(p.size for p in parts), dtype=dtype)
+                for i, start, stop, _ in places:
+                    buffer[start:stop] = flat.arrays[i].reshape(-1)
             world.comm.Bcast(buffer, root=int(root))
-            start = 0
-            for i in idx:
-                a = flat.arrays[i]
-                out[i] = buffer[start:start + a.size].reshape(a.shape)
-                start += a.size
+            for i, start, stop, shape in places:
+                out[i] = buffer[start:stop].reshape(shape)
     return flat.rebuild(out)
 
 
@@ -523,7 +562,7 @@ def check_in_sync(tree: Any, *, comm: Any = None) -> None:
     details = []
     for i in drifted[:3]:
         odd = [r for r in range(world.size) if every[r][i] != every[0][i]]
-        details.append(f"{flat.paths[i]} differs on ranks {odd} from rank 0")
+        details.append(f"{flat.plan.paths[i]} differs on ranks {odd} from rank 0")
     more = f" (and {len(drifted) - 3} more)" if len(drifted) > 3 else ""
     raise OutOfSyncError(
         f"check_in_sync: the replicas have drifted apart in {len(drifted)} of {n} leaves: "

@@ -69,14 +69,18 @@ def train(out: Path) -> None:
 
 
 class Counting:
-    """COMM_WORLD, counting the Allreduce calls and their sizes."""
+    """COMM_WORLD, recording the all-reduce calls and their sizes."""
 
     def __init__(self, comm: Any) -> None:
         self.comm, self.calls = comm, []
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Any) -> None:  # noqa: N802 (mpi4py's name)
-        self.calls.append([int(recvbuf.size), str(recvbuf.dtype)])
+        self.calls.append(["Allreduce", int(recvbuf.size), str(recvbuf.dtype)])
         self.comm.Allreduce(sendbuf, recvbuf, op=op)
+
+    def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Any) -> Any:  # noqa: N802
+        self.calls.append(["Iallreduce", int(recvbuf.size), str(recvbuf.dtype)])
+        return self.comm.Iallreduce(sendbuf, recvbuf, op=op)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.comm, name)
