@@ -492,13 +492,11 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
         for dtype, length, places in flat.plan.groups:
             buffer = np.empty(length, dtype=dtype)
             for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
-                np.divide(arrays[i], size, out=buffer[start:stop].reshape(shape))
+                out[i] = np.divide(arrays[i], size, out=buffer[start:stop].reshape(shape))  # a view: the result
             buffers.append(buffer)
         _agree_finish(world, flat, started, "all_reduce_mean")
-        for buffer, (_, _, places) in zip(buffers, flat.plan.groups):
+        for buffer in buffers:  # in place: the views in ``out`` now hold the mean
             world.comm.Allreduce(mpi.IN_PLACE, buffer, op=mpi.SUM)
-            for i, start, stop, shape in places:
-                out[i] = buffer[start:stop].reshape(shape)
     return flat.rebuild(out)
 
 
