@@ -229,6 +229,22 @@ def test_digits_distributed_without_mpi4py_says_how_to_get_it(monkeypatch, capsy
     assert 'pip install "leanpass[mpi]"' in err and "mpiexec -n 2 python -m leanpass.examples.digits" in err
 
 
+def test_digits_distributed_on_one_process_trains_as_usual(capsys):
+    from leanpass.examples import digits
+
+    result = digits.main(["--distributed", "--epochs", "1", "--output", "", "--blas-threads", "0"])
+    captured = capsys.readouterr()
+    assert "--distributed: one process (start several with mpiexec -n N)" in captured.err
+    assert "data-parallel on 1 process: global batch 32, 32 per process" in captured.out
+    assert result["test_acc"] > 0.8
+
+
+def test_digits_distributed_batch_that_does_not_divide_is_one_message(tmp_path):
+    proc, _ = run(["-m", "leanpass.examples.digits", "--distributed", "--batch-size", "33", "--output", ""])
+    assert proc.returncode == 2
+    assert proc.stderr.count("--batch-size 33 is the global batch: it must be divisible by the 2 processes") == 1
+
+
 # ----- one process, in this process ------------------------------------------------------------------
 def test_without_mpi4py_one_process_and_the_values_back(monkeypatch):
     monkeypatch.setitem(sys.modules, "mpi4py", None)

@@ -292,6 +292,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             parser.exit(2, f"--distributed: {dist.MPI_MISSING} Then run: "
                            "mpiexec -n 2 python -m leanpass.examples.digits --distributed\n")
         if args.batch_size % dist.world_size():
+            if dist.rank() != 0:  # one message, from rank 0; every rank stops
+                raise SystemExit(2)
             parser.error(f"--batch-size {args.batch_size} is the global batch: it must be divisible by the "
                          f"{dist.world_size()} processes")
         if dist.world_size() == 1:
