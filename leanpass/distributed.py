@@ -79,15 +79,38 @@ _WORLD: _World | None = None
 _TIMEOUT: list[float | None] = []  # set_timeout's value, once called
 
 
+def _launched_size() -> int:
+    """How many processes the launcher says it started (MPICH's or Open MPI's variables), else 1."""
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        try:
+            return int(os.environ[name])
+        except (KeyError, ValueError):
+            continue
+    return 1
+
+
 def _world() -> _World:
     global _WORLD
     if _WORLD is None:
+        launched = _launched_size()
         try:
             from mpi4py import MPI
-        except ImportError:
+        except ImportError as e:  # not installed, or its MPI library cannot be loaded
+            if launched > 1:  # each process would train alone, silently
+                raise RuntimeError(
+                    f"leanpass.distributed: this process is one of {launched} that mpiexec started, but mpi4py "
+                    f"cannot be imported ({e}). {MPI_MISSING}"
+                ) from None
             _WORLD = _World(None)
         else:
-            _WORLD = _World(MPI.COMM_WORLD)
+            world = _World(MPI.COMM_WORLD)
+            if world.size == 1 and launched > 1:
+                raise RuntimeError(
+                    f"leanpass.distributed: mpiexec started {launched} processes, but MPI says this one is alone: "
+                    "mpi4py was built for another MPI library than this mpiexec's. Use the mpiexec that belongs "
+                    "to mpi4py's MPI (with pip install \"leanpass[mpi]\": the one installed beside python)."
+                )
+            _WORLD = world
     return _WORLD
 
 

@@ -256,6 +256,22 @@ def test_without_mpi4py_one_process_and_the_values_back(monkeypatch):
     distributed.barrier()
 
 
+def test_started_by_mpiexec_but_without_mpi4py_is_an_error_not_a_lone_run(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    monkeypatch.setattr(distributed, "_WORLD", None)
+    monkeypatch.setenv("PMI_SIZE", "4")
+    with pytest.raises(RuntimeError, match=r"one of 4 that mpiexec started, but mpi4py cannot be imported"):
+        distributed.rank()
+
+
+def test_a_launcher_of_another_mpi_is_an_error_not_lone_runs():
+    # Open MPI's mpirun starting an mpi4py built for MPICH: each process would be a world of one
+    code = "import os; os.environ['OMPI_COMM_WORLD_SIZE'] = '2'; import leanpass.distributed as d; d.rank()"
+    proc, _ = run(["-c", code], n=None)
+    assert proc.returncode != 0
+    assert "mpiexec started 2 processes, but MPI says this one is alone" in proc.stderr
+
+
 def test_import_leanpass_loads_neither_mpi4py_nor_distributed():
     code = "import sys, leanpass; print('mpi4py' in sys.modules, 'leanpass.distributed' in sys.modules)"
     proc, _ = run(["-c", code], n=None)
