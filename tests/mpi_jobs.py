@@ -151,6 +151,28 @@ def checks(out: Path) -> None:
     (out / f"checks_rank{r}.json").write_text(json.dumps(facts))
 
 
+def means(out: Path) -> None:
+    """Means of different values on each rank, small and large, float64 and float32: every rank
+    must get the same bits (whatever algorithm MPI picks for the size and the number of ranks)."""
+    r, n = distributed.rank(), distributed.world_size()
+    rng = np.random.default_rng(r)
+    drifted, worst = 0, 0.0
+    for size in (1, 1000, 200_000):
+        for _ in range(2):
+            tree = {"a": rng.normal(size=size), "b": [rng.normal(size=(size, 2)).astype(np.float32)]}
+            mean = distributed.all_reduce_mean(tree)
+            try:
+                distributed.check_in_sync(mean)
+            except distributed.OutOfSyncError:
+                drifted += 1
+            if size <= 1000:
+                from mpi4py import MPI
+
+                by_hand = np.mean(MPI.COMM_WORLD.allgather(tree["a"]), axis=0)
+                worst = max(worst, float(np.max(np.abs(mean["a"] - by_hand))))
+    (out / f"means_rank{r}_of{n}.json").write_text(json.dumps({"drifted": drifted, "worst": worst}))
+
+
 def fail(out: Path, mode: str) -> None:
     """Train a few steps, then let rank 1 fail in the way ``mode`` says."""
     r = distributed.rank()
@@ -176,6 +198,8 @@ if __name__ == "__main__":
         train(where)
     elif job == "checks":
         checks(where)
+    elif job == "means":
+        means(where)
     elif job == "fail":
         fail(where, sys.argv[3])
     else:

@@ -104,6 +104,14 @@ def test_two_processes_train_as_one_on_the_same_global_batch(tmp_path):
         assert not np.array_equal(ref[0], ref[-1])  # it trained
 
 
+def test_three_ranks_get_the_same_bits_small_and_large(tmp_path):
+    proc, _ = job("means", tmp_path, n=3)
+    assert proc.returncode == 0, proc.stderr
+    for r in range(3):
+        got = json.loads((tmp_path / f"means_rank{r}_of3.json").read_text())
+        assert got["drifted"] == 0 and got["worst"] < 1e-15, got
+
+
 # ----- the collectives, sharding and mismatches, in one job -----------------------------------------
 @pytest.fixture(scope="module")
 def checks(tmp_path_factory):
