@@ -7,7 +7,6 @@ long aborts it) and a subprocess timeout around mpiexec (which kills the whole p
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -218,11 +217,10 @@ def test_digits_distributed_rank_0_alone_reports_and_saves(tmp_path):
     done = next(ln for ln in lines if ln.startswith("done in"))
     assert float(done.split("test accuracy ")[1].split("%")[0]) > 90
     assert done.split("test accuracy ")[1].split()[0] in next(ln for ln in lines if ln.startswith("saved"))
-    from leanpass.examples import digits
+    from leanpass import nn
 
-    like = digits.train(epochs=1, output=None, stream=io.StringIO())["model"]
-    restored = lp.load(ckpt, like=like)
-    assert [a.shape for a in lp.tree_flatten(restored)[0]] == [a.shape for a in lp.tree_flatten(like)[0]]
+    restored = lp.load(ckpt)
+    assert isinstance(restored, nn.Sequential) and restored.num_params == 19_210
 
 
 def test_digits_distributed_without_mpi4py_says_how_to_get_it(monkeypatch, capsys):
