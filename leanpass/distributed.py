@@ -287,7 +287,13 @@ def _leaf_array(x: Any, where: str, treedef: TreeDef, i: int) -> np.ndarray:
                 "differentiable. Call it on the gradients (the result of lp.grad, or optim.collect_grads "
                 "after .backward()), outside the function being differentiated."
             )
-        return x._data
+        x = x._data
+        if not isinstance(x, (np.ndarray, np.generic)):
+            raise TypeError(
+                f"{where}: the leaf {_layout(treedef)[1][i]} holds a {type(x).__name__}, not a NumPy array: "
+                f"{where} is being traced (by lp.jit, say), and it cannot be. Call it between the jitted "
+                "functions, on their results: the jitted gradient, then all_reduce_mean, then the jitted update."
+            )
     if isinstance(x, np.ndarray):
         return x
     if isinstance(x, (bool, int, float, np.generic)):
@@ -512,11 +518,15 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
     with _Collective(world, "all_reduce_mean"):
         started = _agree_start(world, flat, "all_reduce_mean")  # in flight while the buffers fill
         buffers = []
-        for dtype, length, places in flat.plan.groups:
-            buffer = np.empty(length, dtype=dtype)
-            for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
-                out[i] = np.divide(arrays[i], size, out=buffer[start:stop].reshape(shape))  # a view: the result
-            buffers.append(buffer)
+        try:
+            for dtype, length, places in flat.plan.groups:
+                buffer = np.empty(length, dtype=dtype)
+                for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
+                    out[i] = np.divide(arrays[i], size, out=buffer[start:stop].reshape(shape))  # a view: the result
+                buffers.append(buffer)
+        except BaseException:
+            started[0].Wait()  # leave no request behind
+            raise
         _agree_finish(world, flat, started, "all_reduce_mean")
         for buffer in buffers:  # in place: the views in ``out`` now hold the mean
             world.comm.Allreduce(mpi.IN_PLACE, buffer, op=mpi.SUM)

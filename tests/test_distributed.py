@@ -296,6 +296,15 @@ def test_bad_input_is_a_clear_error_on_one_process():
     with pytest.raises(ValueError, match="positive number of seconds"):
         distributed.set_timeout(0)
 
+    class StandIn:  # what a tracing transform puts inside Tensors while it records
+        shape, dtype = (2,), np.dtype(np.float64)
+
+    from leanpass.tensor import _const
+
+    with pytest.raises(TypeError, match=r"the leaf \['w'\] holds a StandIn, not a NumPy array: all_reduce_mean is "
+                                        "being traced"):
+        distributed.all_reduce_mean({"w": _const(StandIn())})
+
 
 def test_timeout_comes_from_the_environment(monkeypatch):
     monkeypatch.setattr(distributed, "_TIMEOUT", [])
