@@ -513,7 +513,8 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
     flat = _Flat(tree, "all_reduce_mean", floats_only=True)
     if world.size == 1:
         return tree
-    mpi, size, arrays = world.mpi, world.size, flat.arrays
+    mpi, arrays = world.mpi, flat.arrays
+    scale = 1.0 / world.size  # a multiply is faster than a divide (and exact for 2, 4, 8, ... ranks)
     out: list[Any] = [None] * len(arrays)
     with _Collective(world, "all_reduce_mean"):
         started = _agree_start(world, flat, "all_reduce_mean")  # in flight while the buffers fill
@@ -522,7 +523,7 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
             for dtype, length, places in flat.plan.groups:
                 buffer = np.empty(length, dtype=dtype)
                 for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
-                    out[i] = np.divide(arrays[i], size, out=buffer[start:stop].reshape(shape))  # a view: the result
+                    out[i] = np.multiply(arrays[i], scale, out=buffer[start:stop].reshape(shape))  # a view: the result
                 buffers.append(buffer)
         except BaseException:
             started[0].Wait()  # leave no request behind
