@@ -3,6 +3,9 @@
 The jobs live in tests/mpi_jobs.py; each writes what it saw, and the tests here assert on it.
 Every run is bounded twice: LEANPASS_MPI_TIMEOUT inside the job (a collective that waits too
 long aborts it) and a subprocess timeout around mpiexec (which kills the whole process group).
+MPICH's mpiexec (hydra, from the mpich wheel) runs as root with no flag, and needs no network:
+``-launcher fork`` starts the processes directly (no ssh), and on one machine they talk through
+shared memory (it runs alike in a network namespace that has only loopback, up or down).
 """
 
 from __future__ import annotations
