@@ -184,7 +184,7 @@ def set_timeout(seconds: float | None) -> None:
 class _Watchdog:
     """One daemon thread that aborts the job when a collective has waited past its deadline.
 
-    Arming and disarming are two attribute writes (no thread or timer per call); the thread
+    Arming and disarming are a few attribute writes (no thread or timer per call); the thread
     looks at the deadline a few times a second. mpi4py releases the GIL while it waits in MPI,
     so the thread runs while the main thread is blocked.
     """
