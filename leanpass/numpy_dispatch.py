@@ -164,9 +164,9 @@ def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "
     return ops.take(a, indices, axis)
 
 
-def _einsum(subscripts: str, *operands: Any, out: Any = None, dtype: Any = None, optimize: Any = None) -> Any:
+def _einsum(*operands: Any, out: Any = None, dtype: Any = None, optimize: Any = None) -> Any:
     _check_kwargs("np.einsum", {"out": out, "dtype": dtype})
-    return ops.einsum(subscripts, *operands)
+    return ops.einsum(*operands)
 
 
 def _dot(a: Any, b: Any, out: Any = None) -> Any:

@@ -508,10 +508,14 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
     return t[(slice(None),) * _axis(axis, t.ndim, "take") + (idx,)]
 
 
-def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
-    """Einstein summation with an explicit output, e.g. ``"bqd,bkd->bqk"`` for attention scores.
+def einsum(*args: Any) -> Tensor:
+    """Einstein summation, as ``np.einsum``: subscripts (``"bqd,bkd->bqk"``, ``...``, an implicit output,
+    a repeated letter for a diagonal or trace) or NumPy's sublist form (``einsum(x, [0, 1], [1, 0])``).
 
     >>> einsum("ij,j->i", Tensor([[1.0, 2.0]]), Tensor([3.0, 4.0]))
     Tensor([11.])
+    >>> einsum(Tensor([[1.0, 2.0], [3.0, 4.0]]), [0, 0])
+    Tensor(5.)
     """
+    subscripts, operands = F.einsum_subscripts(args)
     return apply(F.einsum, "einsum", subscripts, *(_tensor(x) for x in operands))

@@ -368,6 +368,8 @@ class Tensor:
     __matmul__ = _binary_op(F.matmul, "@")
     __rmatmul__ = _binary_op(F.matmul, "@", reflected=True)
     matmul = _binary_op(F.matmul, "@")
+    __mod__ = _binary_op(F.remainder, "remainder")
+    __rmod__ = _binary_op(F.remainder, "remainder", reflected=True)
     __neg__ = _unary_op(F.neg, "neg")
     relu = _unary_op(F.relu, "relu")
     exp = _unary_op(F.exp, "exp")
@@ -644,6 +646,7 @@ class CustomVJP:
 
 
 _lift.apply = apply
+_lift.tensor_type = Tensor
 _numpy_dispatch: Any = None  # leanpass.numpy_dispatch, which sets this when it is imported
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._broadcast import unbroadcast as unbroadcast
+from . import elementwise as _elementwise
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
@@ -29,6 +30,7 @@ from .shapes import (
     broadcast_to,
     concatenate,
     einsum,
+    einsum_subscripts,
     expand_dims,
     getitem,
     reshape,
@@ -78,7 +80,16 @@ OPS: dict[str, Callable[..., Any]] = {
     },
 }
 
+# NumPy's elementwise functions, made from the table ``elementwise.ELEMENTWISE`` (log1p, arctan2, ...).
+OPS.update(_elementwise.OPS)
+globals().update(_elementwise.OPS)
+ELEMENTWISE = _elementwise.ELEMENTWISE
+from .scans import cumprod, cumsum, prod  # noqa: E402
+
+OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
+
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
+TAKES_NEED = TAKES_NEED | _elementwise.BINARY
 
-__all__ = sorted(["OPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])
+__all__ = sorted(["OPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast", *(f.__name__ for f in OPS.values())])
