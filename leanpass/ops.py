@@ -254,15 +254,6 @@ def clip(x: ArrayLike, lo: Any = None, hi: Any = None) -> Tensor:
     return _unary(F.clip, "clip", _tensor(x), _tensor(lo), _tensor(hi))
 
 
-def sign(x: ArrayLike) -> Tensor:
-    """-1, 0 or 1 by the sign of ``x``: piecewise constant, so the result records nothing.
-
-    >>> sign(Tensor([-2.0, 0.0, 3.0]))
-    Tensor([-1.,  0.,  1.])
-    """
-    return Tensor(np.sign(_value(x)))
-
-
 def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     """``x`` where ``cond`` is true, else ``y``; the gradient flows only to the chosen input.
 

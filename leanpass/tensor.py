@@ -551,6 +551,11 @@ def _node(out: Any, trace: int, name: str, parents: tuple[Any, ...], vjp: Any) -
 def _plain(v: Any, name: str) -> Any:
     """A non-Tensor operand, checked: Python numbers and NumPy arrays are constants."""
     if isinstance(v, _PLAIN) and not isinstance(v, complex):
+        if type(v) is np.ndarray and v.dtype.kind == "c" or isinstance(v, np.complexfloating):
+            raise TypeError(
+                f"{name!r}: complex numbers are not supported; LeanPass differentiates real-valued "
+                "functions. Split a complex value into its real and imaginary parts as two real Tensors."
+            )
         return v
     raise TypeError(
         f"unsupported operand for {name!r}: {type(v).__name__}. LeanPass operations take "

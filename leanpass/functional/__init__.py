@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._broadcast import unbroadcast as unbroadcast
 from . import elementwise as _elementwise
+from ._broadcast import unbroadcast as unbroadcast
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
@@ -30,7 +30,6 @@ from .shapes import (
     broadcast_to,
     concatenate,
     einsum,
-    einsum_subscripts,
     expand_dims,
     getitem,
     reshape,
@@ -40,6 +39,9 @@ from .shapes import (
     transpose,
     unindex,
     where,
+)
+from .shapes import (
+    einsum_subscripts as einsum_subscripts,
 )
 from .unary import (
     abs,
@@ -81,9 +83,9 @@ OPS: dict[str, Callable[..., Any]] = {
 }
 
 # NumPy's elementwise functions, made from the table ``elementwise.ELEMENTWISE`` (log1p, arctan2, ...).
+from .elementwise import *  # noqa: E402, F403 - log1p, arctan2, erf, ... (their names are in elementwise.__all__)
+
 OPS.update(_elementwise.OPS)
-globals().update(_elementwise.OPS)
-ELEMENTWISE = _elementwise.ELEMENTWISE
 from .scans import cumprod, cumsum, prod  # noqa: E402
 
 OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
@@ -92,4 +94,5 @@ OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
 TAKES_NEED = TAKES_NEED | _elementwise.BINARY
 
-__all__ = sorted(["OPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast", *(f.__name__ for f in OPS.values())])
+__all__ = sorted(["OPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast",
+                  *(f.__name__ for f in OPS.values())])

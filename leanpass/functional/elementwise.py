@@ -43,10 +43,10 @@ def _zero(x: Any, ans: Any) -> Any:
     return np.zeros_like(ans)
 
 
-def _share(mine: Any, other: Any, ans: Any) -> Any:
-    """The part of the cotangent an input of fmax/fmin gets: 1 if chosen, 1/2 on a tie, else 0."""
-    mine = mine.astype(ans.dtype)
-    return mine / np.maximum(mine + other.astype(ans.dtype), 1.0)
+def _chosen(a: Any, b: Any, ans: Any) -> Any:
+    """The part of fmax's (fmin's) cotangent for input ``a``: 1 if it is the result, 1/2 on a tie with ``b``."""
+    mine, theirs = (a == ans).astype(ans.dtype), (b == ans).astype(ans.dtype)
+    return mine / np.maximum(mine + theirs, 1.0)
 
 
 def _safe(x: Any) -> Any:
@@ -144,8 +144,8 @@ ELEMENTWISE: dict[str, tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]
     "arctan2": (np.arctan2, (lambda x, y, ans: y / _safe(x * x + y * y), lambda x, y, ans: -x / _safe(x * x + y * y))),
     "hypot": (np.hypot, (lambda x, y, ans: x / _safe(ans), lambda x, y, ans: y / _safe(ans))),
     "logaddexp2": (np.logaddexp2, (lambda x, y, ans: np.exp2(x - ans), lambda x, y, ans: np.exp2(y - ans))),
-    "fmax": (np.fmax, (lambda x, y, ans: _share(x == ans, y == ans, ans), lambda x, y, ans: _share(y == ans, x == ans, ans))),
-    "fmin": (np.fmin, (lambda x, y, ans: _share(x == ans, y == ans, ans), lambda x, y, ans: _share(y == ans, x == ans, ans))),
+    "fmax": (np.fmax, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
+    "fmin": (np.fmin, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
     "remainder": (np.remainder, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.floor(x / _safe(y)))),
     "fmod": (np.fmod, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.trunc(x / _safe(y)))),
 }
@@ -206,7 +206,7 @@ def _make(name: str) -> Callable[..., Any]:
     op.__doc__ = (
         f"``{name}`` elementwise, from ``ELEMENTWISE[{name!r}]``: returns ``(ans, vjp)``, the VJP "
         f"multiplying ``g`` by the derivative{'s' if len(derivatives) == 2 else ''} of the entry.\n\n"
-        f">>> x = np.array([0.3, 0.6])\n"
+        f">>> x = np.array({[1.25, 1.5] if name == 'arccosh' else [0.3, 0.6]})\n"
         f">>> np.allclose({name}(x{', x' if len(derivatives) == 2 else ''})[0], "
         f"ELEMENTWISE[{name!r}][0](x{', x' if len(derivatives) == 2 else ''}))\nTrue\n"
     )
@@ -220,4 +220,8 @@ def _make(name: str) -> Callable[..., Any]:
  arctan2, hypot, logaddexp2, fmax, fmin, remainder, fmod) = (_make(name) for name in ELEMENTWISE)
 
 OPS: dict[str, Callable[..., Any]] = {name: globals()[name] for name in ELEMENTWISE}
+__all__ = ["ELEMENTWISE", "log1p", "expm1", "exp2", "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh",
+           "cosh", "arcsinh", "arccosh", "arctanh", "cbrt", "fabs", "reciprocal", "sinc", "deg2rad", "rad2deg", "erf",
+           "erfc", "nan_to_num", "floor", "ceil", "trunc", "rint", "round", "sign", "arctan2", "hypot", "logaddexp2",
+           "fmax", "fmin", "remainder", "fmod"]
 BINARY = frozenset(name for name, (_, ds) in ELEMENTWISE.items() if len(ds) == 2)

@@ -79,9 +79,9 @@ def cumprod(x: Any, axis: int | None = None) -> tuple[Any, Any]:
     Cotangent of ``x_j``: ``sum_{i >= j} g_i * prod_{k <= i, k != j} x_k``.
 
     >>> cumprod(np.array([2.0, 3.0, 4.0]))[1](np.ones(3))
-    (array([16.,  10.,  6.]),)
+    (array([16., 10.,  6.]),)
     >>> cumprod(np.array([2.0, 0.0, 4.0]))[1](np.ones(3))
-    (array([1., 10.,  0.]),)
+    (array([ 1., 10.,  0.]),)
     """
     shape = _shape(x)
     ans = np.cumprod(x, axis=axis)
