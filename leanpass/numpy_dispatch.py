@@ -349,6 +349,13 @@ def _in_place(name: str, instead: str) -> Callable[..., Any]:
     return call
 
 
+def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    if type(dst) is Tensor or type(src) is Tensor and src._trace:
+        _in_place("np.copyto (which np.full and np.full_like call with a Tensor fill value)",
+                  "lp.full(shape, t) or lp.full_like(a, t)")()
+    np.copyto(dst, _value(src), casting=casting, where=_value(where))  # a constant's values: a plain copy
+
+
 _FUNCTIONS.update({
     np.prod: (_reduction(ops_math.prod, "np.prod"), ("axis", "dtype", "out", "keepdims")),
     np.nansum: (_reduction(ops_math.nansum, "np.nansum"), ("axis", "dtype", "out", "keepdims")),
@@ -410,8 +417,7 @@ _FUNCTIONS.update({
     np.full_like: (_full_like, ("dtype", "order", "subok", "shape", "device")),
     np.empty_like: (lambda a, dtype=None, **kw: np.empty_like(_value(a), dtype=dtype, **kw), ("dtype", "shape")),
     np.put_along_axis: (_in_place("np.put_along_axis", "lp.put_along_axis(arr, indices, values, axis)"), ()),
-    np.copyto: (_in_place("np.copyto (which np.full and np.full_like call with a Tensor fill value)",
-                          "lp.full(shape, t) or lp.full_like(a, t)"), ()),
+    np.copyto: (_copyto, ("casting", "where")),
 })
 if hasattr(np, "row_stack"):  # (deprecated in NumPy 2)
     _FUNCTIONS[np.row_stack] = (_join_tuple(ops_arrays.vstack, "np.row_stack"), ("dtype", "casting"))

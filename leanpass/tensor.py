@@ -625,6 +625,9 @@ def _escape(t: Tensor, what: str) -> ConversionError:
         if caller else
         " For a list of Tensors, lp.stack([...]) makes one differentiable array (np.array([...]) cannot)."
     )
+    instead = _LP_INSTEAD.get(_numpy_caller() or "")
+    if instead:  # a NumPy function that converts its argument before any dispatch (np.full's fill value)
+        hint = f" Use {instead} instead: np.{instead[3:instead.index('(')]} converts the Tensor, lp's does not."
     return ConversionError(
         f"{what}{via}: this Tensor {where}, and as a NumPy array or Python number it would be a "
         f"constant that silently loses its gradient.{hint} If a constant is meant, use "
@@ -643,6 +646,23 @@ def _foreign_caller() -> str | None:
         if top not in ("numpy", "leanpass"):
             return module if top in ("scipy", "sklearn", "pandas", "numba", "jax", "torch") else None
         frame = frame.f_back
+    return None
+
+
+# NumPy functions that turn an argument into an array before NumPy's dispatch could reach
+# LeanPass, and the LeanPass function to call instead (named in the error).
+_LP_INSTEAD = {"full": "lp.full(shape, t)", "full_like": "lp.full_like(a, t)"}
+
+
+def _numpy_caller() -> str | None:
+    """The name of the NumPy function that converted a Tensor, if NumPy's code did."""
+    import sys
+
+    frame: Any = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("leanpass"):
+        frame = frame.f_back
+    if frame is not None and frame.f_globals.get("__name__", "").startswith("numpy"):
+        return str(frame.f_code.co_name)
     return None
 
 
