@@ -140,7 +140,8 @@ def nanmean(x: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
     x = _tensor(x)
     missing = np.isnan(_value(x))
     with np.errstate(invalid="ignore", divide="ignore"):  # an all-nan slice: 0 / 0, nan as NumPy
-        return sum(where(missing, 0.0, x), axis, keepdims) / np.sum(~missing, axis=axis, keepdims=keepdims)
+        total = sum(where(missing, 0.0, x), axis, keepdims)
+        return total / np.sum(~missing, axis=axis, keepdims=keepdims).astype(_value(total).dtype)
 
 
 def ptp(x: ArrayLike, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -311,6 +312,8 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: Any = None, append: 
     if n < 0:
         raise ValueError(f"diff: order must be non-negative but got {n}")
     ax = _axis(axis, nd, "diff")
+    if n == 0:  # (as NumPy: nothing prepended or appended either)
+        return x
     parts = []
     for extra in (prepend, x, append):
         if extra is None:
