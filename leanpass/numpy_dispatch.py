@@ -349,7 +349,7 @@ def _in_place(name: str, instead: str) -> Callable[..., Any]:
     return call
 
 
-def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+def _copyto(dst: Any, src: Any, casting: Any = "same_kind", where: Any = True) -> None:
     if type(dst) is Tensor or type(src) is Tensor and src._trace:
         _in_place("np.copyto (which np.full and np.full_like call with a Tensor fill value)",
                   "lp.full(shape, t) or lp.full_like(a, t)")()
@@ -416,7 +416,7 @@ _FUNCTIONS.update({
     np.meshgrid: (ops_arrays.meshgrid, ("copy", "sparse", "indexing")),
     np.full_like: (_full_like, ("dtype", "order", "subok", "shape", "device")),
     np.empty_like: (lambda a, dtype=None, **kw: np.empty_like(_value(a), dtype=dtype, **kw), ("dtype", "shape")),
-    np.put_along_axis: (_in_place("np.put_along_axis", "lp.put_along_axis(arr, indices, values, axis)"), ()),
+    np.put_along_axis: (_in_place("np.put_along_axis", "lp.put_along_axis(arr, indices, values, axis)"), ("axis",)),
     np.copyto: (_copyto, ("casting", "where")),
 })
 if hasattr(np, "row_stack"):  # (deprecated in NumPy 2)

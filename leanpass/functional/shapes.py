@@ -106,6 +106,8 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     >>> unindex(np.ones(3), [0, 0, 1], (2,))[0]
     array([2., 1.])
     """
+    if _lift.is_tensor(g):  # replayed by a differentiable backward pass: record the scatter as one op
+        return _lift.unindex(g, index, shape), lambda h: (h[index], None, None)
     out = np.zeros(shape, dtype=g.dtype if hasattr(g, "dtype") else np.asarray(g).dtype)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter
