@@ -192,3 +192,18 @@ def test_complex_operands_are_refused_naming_the_function() -> None:
         np.dot(t, np.array([1j, 1.0]))
     with pytest.raises(TypeError, match="complex"):
         lp.hypot(t, np.array([1j, 2.0]))
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_every_sample_runs_its_op_to_second_order(name: str) -> None:
+    args = SAMPLES[name](np.random.default_rng(3))
+    spots = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    assert spots and name in F.OPS
+
+    def f(*ts: object) -> object:
+        full = list(args)
+        for i, t in zip(spots, ts):
+            full[i] = t
+        return lp.apply(F.OPS[name], name, *full)
+
+    check_grads(f, [args[i] for i in spots], order=2)
