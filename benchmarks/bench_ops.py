@@ -138,13 +138,13 @@ def per_op(repeats: int) -> None:
             leaf = Tensor(x, requires_grad=True)
             g = np.ones(np.shape(lp_fn(leaf)._data))
 
-            def recorded(leaf: Tensor = leaf, g: np.ndarray = g) -> None:
+            def recorded(leaf: Tensor = leaf, g: np.ndarray = g, lp_fn: Any = lp_fn) -> None:
                 leaf.grad = None
                 lp_fn(leaf).backward(g)
 
             ratios, times = [], []
             for _ in range(repeats):
-                t_np = best_of(lambda x=x: np_fn(x), number, 1)[0]
+                t_np = best_of(lambda x=x, np_fn=np_fn: np_fn(x), number, 1)[0]
                 t_lp = best_of(recorded, number, 1)[0]
                 ratios.append(t_lp / t_np)
                 times.append(t_lp)
