@@ -250,8 +250,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: Any = None, over
     t = t.reshape(qs.shape + (1,) * (np.ndim(_value(below)) - qs.ndim))
     diff = above - below
     result = where(t >= 0.5, above - diff * (1 - t), below + diff * t)  # NumPy's lerp, bit for bit
-    if np.isnan(_value(flat)).any():  # nan in a slice: nan, as NumPy
-        result = where(np.isnan(_value(flat)).any(axis=-1), np.nan, result)
+    result = where(np.isnan(_value(flat)).any(axis=-1), np.nan, result)  # nan in a slice: nan, as NumPy
     return reshape(result, qs.shape + _result_shape(a, axis, keepdims))
 
 
@@ -293,8 +292,7 @@ def median(a: ArrayLike, axis: Any = None, out: Any = None, overwrite_input: boo
     n = np.shape(_value(flat))[-1]
     ordered = sort(flat, axis=-1)
     middle = ordered[..., n // 2] if n % 2 else mean(ordered[..., n // 2 - 1:n // 2 + 1], axis=-1)
-    if np.isnan(_value(flat)).any():
-        middle = where(np.isnan(_value(flat)).any(axis=-1), np.nan, middle)
+    middle = where(np.isnan(_value(flat)).any(axis=-1), np.nan, middle)  # nan in a slice: nan, as NumPy
     return reshape(middle, _result_shape(a, axis, keepdims))
 
 

@@ -150,3 +150,14 @@ def test_einsum_large_contractions_use_a_cached_path() -> None:
     check_grads(lambda a, b: lp.einsum("bhqd,bhkd->bhqk", a, b), [q[:1, :1, :4], k[:1, :1, :5]], order=2)
     x, y, z = normal(2, (8, 30)), normal(3, (30, 40)), normal(4, (40, 6))
     np.testing.assert_allclose(value(lp.einsum("ij,jk,kl->il", x, y, Tensor(z))), x @ y @ z, rtol=1e-12)
+
+
+def test_float32_stays_float32() -> None:
+    a, b = normal(0, (2, 3, 4)).astype(np.float32), normal(1, (4, 3)).astype(np.float32)
+    v = normal(2, (3,)).astype(np.float32)
+    for f, args in ((lp.dot, (a, b)), (lp.tensordot, (a, b.T)), (lp.inner, (a, b.T)), (lp.outer, (v, v)),
+                    (lp.kron, (b, v)), (lp.cross, (v, v[::-1] + 1)), (lp.vdot, (v, v)),
+                    (lambda x: lp.einsum("iij->j", x), (normal(3, (3, 3, 2)).astype(np.float32),))):
+        assert f(*map(Tensor, args)).dtype == np.float32
+        grads = lp.grad(lambda *ts, f=f: lp.sum(f(*ts)), argnums=tuple(range(len(args))))(*args)
+        assert all(g.dtype == np.float32 for g in grads)
