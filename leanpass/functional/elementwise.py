@@ -169,22 +169,33 @@ def _quiet_unary_vjp(d: Callable[..., Any], x: Any, ans: Any, g: Any) -> tuple[A
 
 
 def _binary_vjp(dx: Any, dy: Any, x: Any, y: Any, ans: Any, need: tuple[bool, bool], g: Any) -> tuple[Any, Any]:
+    return (
+        unbroadcast(g * dx(x, y, ans), x) if need[0] else None,
+        unbroadcast(g * dy(x, y, ans), y) if need[1] else None,
+    )
+
+
+def _quiet_binary_vjp(dx: Any, dy: Any, x: Any, y: Any, ans: Any, need: tuple[bool, bool], g: Any) -> tuple[Any, Any]:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (
-            unbroadcast(g * dx(x, y, ans), x) if need[0] else None,
-            unbroadcast(g * dy(x, y, ans), y) if need[1] else None,
-        )
+        return _binary_vjp(dx, dy, x, y, ans, need, g)
 
 
 def _make(name: str) -> Callable[..., Any]:
     """The op of table entry ``name``: ``op(x, *params) -> (ans, vjp)`` or ``op(x, y, need) -> ...``."""
     forward, derivatives = ELEMENTWISE[name]
-    if len(derivatives) == 2:
+    if len(derivatives) == 2 and name in _QUIET:
         dx, dy = derivatives
 
         def op(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
             with np.errstate(divide="ignore", invalid="ignore"):
                 ans = forward(x, y)
+            return ans, partial(_quiet_binary_vjp, dx, dy, x, y, ans, need)
+
+    elif len(derivatives) == 2:
+        dx, dy = derivatives
+
+        def op(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
+            ans = forward(x, y)
             return ans, partial(_binary_vjp, dx, dy, x, y, ans, need)
 
     elif name in _QUIET:
