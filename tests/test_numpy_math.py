@@ -169,6 +169,7 @@ def test_kinks_follow_the_documented_convention() -> None:
     assert g(lp.fmax, 1.0, 1.0) == (0.5, 0.5) and g(lp.fmin, 2.0, 2.0) == (0.5, 0.5)
     assert g(lp.fmax, np.nan, 1.0) == (0.0, 1.0)  # fmax ignores the nan
     assert g(lp.arctan2, 0.0, 0.0) == (0.0, 0.0)
+    assert g(lp.logaddexp2, -np.inf, -np.inf) == (0.5, 0.5)
     np.testing.assert_array_equal(lp.grad(lambda t: lp.nan_to_num(t).sum())(np.array([np.nan, np.inf, 2.0])),
                                   [0.0, 0.0, 1.0])
     # sinc at 0: first derivative 0, second -pi^2/3 (its Taylor series), no nan at any order

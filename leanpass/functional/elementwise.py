@@ -13,8 +13,9 @@ The op made from an entry returns ``(ans, vjp)`` like every op in ``functional``
 on Tensors too (a differentiable backward pass replays them).
 
 Conventions where a derivative does not exist: the rounding functions and ``sign`` have derivative
-0 everywhere; ``fabs`` has 0 at 0 (as ``abs``); ``hypot`` at ``(0, 0)`` has 0; ``fmax``/``fmin``
-split a tie evenly (as ``maximum``); ``nan_to_num`` passes the gradient where ``x`` is finite.
+0 everywhere; ``fabs`` has 0 at 0 (as ``abs``); ``hypot`` and ``arctan2`` have 0 at ``(0, 0)``;
+``fmax``/``fmin`` split a tie evenly (as ``maximum``), and ``logaddexp2`` two ``-inf`` inputs;
+``nan_to_num`` passes the gradient where ``x`` is finite.
 
 >>> ans, vjp = log1p(np.array([0.0, 1.0]))
 >>> ans, vjp(np.ones(2))
@@ -47,6 +48,11 @@ def _chosen(a: Any, b: Any, ans: Any) -> Any:
     """The part of fmax's (fmin's) cotangent for input ``a``: 1 if it is the result, 1/2 on a tie with ``b``."""
     mine, theirs = (a == ans).astype(ans.dtype), (b == ans).astype(ans.dtype)
     return mine / np.maximum(mine + theirs, 1.0)
+
+
+def _split(x: Any, ans: Any) -> Any:
+    """logaddexp2's derivative ``2 ** (x - ans)``; 1/2 each where both inputs are -inf (as logaddexp)."""
+    return np.where(ans == -np.inf, 0.5, np.exp2(x - ans))
 
 
 def _safe(x: Any) -> Any:
@@ -143,7 +149,7 @@ ELEMENTWISE: dict[str, tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]
     # two inputs: (dx(x, y, ans), dy(x, y, ans))
     "arctan2": (np.arctan2, (lambda x, y, ans: y / _safe(x * x + y * y), lambda x, y, ans: -x / _safe(x * x + y * y))),
     "hypot": (np.hypot, (lambda x, y, ans: x / _safe(ans), lambda x, y, ans: y / _safe(ans))),
-    "logaddexp2": (np.logaddexp2, (lambda x, y, ans: np.exp2(x - ans), lambda x, y, ans: np.exp2(y - ans))),
+    "logaddexp2": (np.logaddexp2, (lambda x, y, ans: _split(x, ans), lambda x, y, ans: _split(y, ans))),
     "fmax": (np.fmax, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
     "fmin": (np.fmin, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
     "remainder": (np.remainder, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.floor(x / _safe(y)))),
@@ -154,7 +160,7 @@ ELEMENTWISE: dict[str, tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]
 # under np.errstate, which costs about 2 us a call, so the others do not.
 _QUIET = frozenset({
     "log1p", "log2", "log10", "arcsin", "arccos", "arccosh", "arctanh", "cbrt", "reciprocal",
-    "arctan2", "hypot", "remainder", "fmod", "sinc",
+    "arctan2", "hypot", "remainder", "fmod", "sinc", "logaddexp2",
 })
 _BOTH = (True, True)
 
