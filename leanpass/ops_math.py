@@ -214,15 +214,14 @@ def partition(x: ArrayLike, kth: Any, axis: int | None = -1) -> Tensor:
     return take_along_axis(x, np.argpartition(_value(x), kth, axis=axis), axis)
 
 
-def _along_last(x: Any, axis: Any) -> tuple[Any, tuple[int, ...]]:
-    """``x`` with the axes in ``axis`` flattened into one last axis, and the shape with them as 1."""
+def _along_last(x: Any, axis: Any) -> Any:
+    """``x`` with the axes in ``axis`` (all for None) moved to the end and flattened into one axis."""
     shape = np.shape(_value(x))
     axes = tuple(range(len(shape))) if axis is None else tuple(
         sorted(_axis(a, len(shape), "quantile") for a in (axis if isinstance(axis, tuple) else (axis,))))
     kept = tuple(i for i in range(len(shape)) if i not in axes)
     moved = moveaxis(x, axes, tuple(range(len(kept), len(shape)))) if axes else x
-    flat = reshape(moved, tuple(shape[i] for i in kept) + (-1,))
-    return flat, tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return reshape(moved, tuple(shape[i] for i in kept) + (-1,))
 
 
 def quantile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: Any = None, overwrite_input: bool = False,
@@ -240,7 +239,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: Any = None, over
     qs = np.asarray(_value(q), dtype=float)
     if np.any((qs < 0) | (qs > 1)):
         raise ValueError("quantile: q must be in the range [0, 1]")
-    flat, _ = _along_last(_tensor(a), axis)
+    flat = _along_last(_tensor(a), axis)
     n = np.shape(_value(flat))[-1]
     ordered = sort(flat, axis=-1)
     pos = qs * (n - 1)
@@ -288,7 +287,7 @@ def median(a: ArrayLike, axis: Any = None, out: Any = None, overwrite_input: boo
     """
     if out is not None:
         raise TypeError("median: out= is not supported with Tensors; use the result instead")
-    flat, _ = _along_last(_tensor(a), axis)
+    flat = _along_last(_tensor(a), axis)
     n = np.shape(_value(flat))[-1]
     ordered = sort(flat, axis=-1)
     middle = ordered[..., n // 2] if n % 2 else mean(ordered[..., n // 2 - 1:n // 2 + 1], axis=-1)
