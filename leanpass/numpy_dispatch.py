@@ -98,6 +98,8 @@ def _check_kwargs(where: str, kwargs: dict[str, Any], allowed: tuple[str, ...] =
 def _complex(args: Any) -> bool:
     """True if any argument (or an entry of a list or tuple argument) is a complex number or array."""
     for a in args:
+        if type(a) is Tensor or type(a) is float:  # (never complex: the common operands, checked first)
+            continue
         if isinstance(a, complex) or getattr(getattr(a, "dtype", None), "kind", None) == "c":
             return True
         if isinstance(a, (list, tuple)) and _complex(a):
