@@ -484,6 +484,47 @@ class Tensor:
 
         return take(self, indices, axis)
 
+    # NumPy's array methods for the functions of leanpass.ops_math / ops_arrays / ops_contract
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        """Product over ``axis``; see ``leanpass.prod``."""
+        return _unary(F.prod, "prod", self, axis, bool(keepdims))
+
+    def cumsum(self, axis: int | None = None) -> Tensor:
+        """Running sum along ``axis``; see ``leanpass.cumsum``."""
+        return _unary(F.cumsum, "cumsum", self, axis)
+
+    def cumprod(self, axis: int | None = None) -> Tensor:
+        """Running product along ``axis``; see ``leanpass.cumprod``."""
+        return _unary(F.cumprod, "cumprod", self, axis)
+
+    def round(self, decimals: int = 0) -> Tensor:
+        """Rounded to ``decimals`` places (gradient 0); see ``leanpass.round``."""
+        return _unary(F.round, "round", self, decimals)
+
+    def dot(self, other: ArrayLike) -> Tensor:
+        """``np.dot(self, other)``; see ``leanpass.dot``."""
+        from .ops_contract import dot
+
+        return dot(self, other)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        """The sum along a diagonal; see ``leanpass.trace``."""
+        from .ops_math import trace
+
+        return trace(self, offset, axis1, axis2)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        """A diagonal, as the last axis; see ``leanpass.diagonal``."""
+        from .ops_arrays import diagonal
+
+        return diagonal(self, offset, axis1, axis2)
+
+    def repeat(self, repeats: Any, axis: int | None = None) -> Tensor:
+        """Entries repeated along ``axis``; see ``leanpass.repeat``."""
+        from .ops_arrays import repeat
+
+        return repeat(self, repeats, axis)
+
     def ravel(self) -> Tensor:
         """All elements as one axis (same as ``flatten``)."""
         return _unary(F.reshape, "reshape", self, (-1,))

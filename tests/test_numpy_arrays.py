@@ -197,3 +197,14 @@ def test_float32_and_errors() -> None:
         lp.block(([Tensor([1.0])],))
     with pytest.raises(TypeError, match="integers"):
         lp.take_along_axis(Tensor([1.0]), np.array([0.5]), 0)
+
+
+def test_array_methods() -> None:
+    x = normal(0, (3, 3))
+    t = Tensor(x, requires_grad=True)
+    for got, want in ((t.prod(axis=0), x.prod(axis=0)), (t.cumsum(1), x.cumsum(1)), (t.cumprod(), x.cumprod()),
+                      (t.round(1), x.round(1)), (t.dot(x), x.dot(x)), (t.trace(1), x.trace(1)),
+                      (t.diagonal(-1), x.diagonal(-1)), (t.repeat(2, axis=0), x.repeat(2, axis=0))):
+        assert got.requires_grad
+        np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-13)
+    check_grads(lambda s: s.prod(axis=1) + s.dot(x).trace() + s.cumprod(0)[-1], [x], order=2)
