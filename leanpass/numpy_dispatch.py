@@ -308,6 +308,11 @@ def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any =
     return ops_math.trace(a, offset, axis1, axis2)
 
 
+def _fix(x: Any, out: Any = None) -> Any:
+    _no_out("np.fix", out=out)
+    return ops_math.trunc(x)  # rounding towards zero is trunc
+
+
 def _ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     _no_out("np.ptp", out=out)
     return ops_math.ptp(a, axis, bool(keepdims))
@@ -379,6 +384,7 @@ _FUNCTIONS.update({
     np.round: (_round, ("decimals", "out")),
     np.around: (_round, ("decimals", "out")),
     np.nan_to_num: (ops_math.nan_to_num, ("copy", "nan", "posinf", "neginf")),
+    np.fix: (_fix, ("out",)),
     np.dot: (_product(ops_contract.dot, "np.dot"), ("out",)),
     np.vdot: (ops_contract.vdot, ()),
     np.inner: (ops_contract.inner, ()),

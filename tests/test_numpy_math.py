@@ -160,6 +160,8 @@ def test_zero_gradient_functions_record_and_give_zeros() -> None:
         (out * 3.0).sum().backward()
         np.testing.assert_array_equal(value(t.grad), np.zeros(5))
     assert lp.round(Tensor([1.234]), 2).item() == 1.23
+    np.testing.assert_array_equal(value(np.fix(Tensor(x, requires_grad=True))), np.fix(x))
+    np.testing.assert_array_equal(value(np.around(Tensor(x), 1)), np.around(x, 1))
 
 
 def test_kinks_follow_the_documented_convention() -> None:
