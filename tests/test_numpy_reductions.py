@@ -111,12 +111,8 @@ def test_sort_and_partition(sa: tuple[Any, Any], seed: int) -> None:
                 [x], order=2)
     n = np.size(x) if axis is None else shape[axis]
     kth = int(np.random.default_rng(seed).integers(n))
-    part = value(np.partition(Tensor(x), kth, axis=axis))
-    ref = np.partition(x, kth, axis=axis)
-    np.testing.assert_array_equal(np.take(part, kth, axis=0 if axis is None else axis),
-                                  np.take(ref, kth, axis=0 if axis is None else axis))
-    np.testing.assert_array_equal(np.sort(part, axis=None if axis is None else axis),
-                                  np.sort(ref, axis=None if axis is None else axis))
+    # (NumPy's partition and argpartition share one selection algorithm: the same arrangement)
+    np.testing.assert_array_equal(value(np.partition(Tensor(x), kth, axis=axis)), np.partition(x, kth, axis=axis))
     check_grads(lambda t: lp.partition(t, kth, axis) ** 2, [x], order=2)
 
 
