@@ -37,9 +37,10 @@ def _scaled(args: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
 
 def _tables() -> dict[str, Callable[[int], tuple[Any, ...]]]:
     """key -> (seed -> one example's arguments), from every sample table of the test suite."""
-    out: dict[str, Callable[[int], tuple[Any, ...]]] = {
-        k: (lambda seed, b=b: _args(b(np.random.default_rng(seed)))) for k, b in op_samples.SAMPLES.items()
-    }
+    out: dict[str, Callable[[int], tuple[Any, ...]]] = {}
+    for table in (op_samples.CORE_SAMPLES, op_samples.SAMPLES):
+        for k, b in table.items():
+            out.setdefault(k, lambda seed, b=b: _args(b(np.random.default_rng(seed))))
     for name in ("samples_linalg_special",):  # tables whose builders take no generator
         try:
             table = importlib.import_module(name).SAMPLES

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, set on import
 # leanpass.batching's hook, set once vmap is imported: ``spread_target(index, x, copy)`` is ``x``
 # made batched over the vmap levels of a batched ``index`` (a plain array can neither be indexed
@@ -51,6 +49,18 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
     """
     from .shapes import unindex as op
 
-    if isinstance(g, (np.ndarray, np.generic)) or apply is None or not hasattr(g, "_trace"):  # (not a Tensor)
+    if apply is None or not is_tensor(g):  # (an array, or vmap's stand-in for the arrays of every example)
         return op(g, index, shape)[0]
     return apply(op, "unindex", g, index, shape)
+
+
+tensor_type: type | None = None  # leanpass.tensor.Tensor, set on import
+
+
+def is_tensor(x: Any) -> bool:
+    """True for a LeanPass Tensor (a value of a replayed backward pass), False for arrays and numbers.
+
+    >>> is_tensor(np.ones(2))
+    False
+    """
+    return type(x) is tensor_type
