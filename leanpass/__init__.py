@@ -91,9 +91,11 @@ del np
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint"}
+_LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
 
 if TYPE_CHECKING:
     from . import data, datasets, losses, nn, optim
+    from . import linalg, special, stats
     from .checkpoint import load, save
 
 
@@ -110,3 +112,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
+__all__ += ["linalg", "special", "stats"]

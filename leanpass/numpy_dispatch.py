@@ -232,6 +232,36 @@ _FUNCTIONS: dict[Any, tuple[Callable[..., Any], tuple[str, ...]]] = {
     np.argsort: (lambda a, axis=-1, **kw: np.argsort(_value(a), axis=axis, **kw), ("axis", "kind", "stable")),
 }
 
+
+def _linalg(name: str) -> Callable[..., Any]:
+    """The function of ``leanpass.linalg`` called ``name`` (the module loads on first use)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        from . import linalg
+
+        return getattr(linalg, name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+# np.linalg on Tensors (leanpass/linalg.py): each entry lists the keyword arguments NumPy's takes.
+_FUNCTIONS.update({
+    np.linalg.inv: (_linalg("inv"), ()),
+    np.linalg.det: (_linalg("det"), ()),
+    np.linalg.slogdet: (_linalg("slogdet"), ()),
+    np.linalg.solve: (_linalg("solve"), ()),
+    np.linalg.cholesky: (_linalg("cholesky"), ("upper",)),
+    np.linalg.eigh: (_linalg("eigh"), ("UPLO",)),
+    np.linalg.eigvalsh: (_linalg("eigvalsh"), ("UPLO",)),
+    np.linalg.svd: (_linalg("svd"), ("full_matrices", "compute_uv", "hermitian")),
+    np.linalg.qr: (_linalg("qr"), ("mode",)),
+    np.linalg.pinv: (_linalg("pinv"), ("rcond", "hermitian")),
+    np.linalg.matrix_power: (_linalg("matrix_power"), ("n",)),
+    np.linalg.lstsq: (_linalg("lstsq"), ("rcond",)),
+    np.linalg.norm: (_linalg("norm"), ("ord", "axis", "keepdims")),
+})
+
 _HARMLESS = {"order": "C", "casting": "same_kind", "subok": False, "copy": None}
 
 

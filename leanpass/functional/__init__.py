@@ -22,6 +22,7 @@ from typing import Any
 
 from ._broadcast import unbroadcast as unbroadcast
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
+from .linalg import cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
@@ -76,9 +77,12 @@ OPS: dict[str, Callable[..., Any]] = {
             squeeze, stack, std, sum, swapaxes, tanh, transpose, unindex, var, where,
         )
     },
+    # linear algebra (linalg.py)
+    **{f.__name__: f for f in (cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd)},
 }
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
+TAKES_NEED |= {"solve"}
 
 __all__ = sorted(["OPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])
