@@ -24,6 +24,20 @@ from ._broadcast import unbroadcast as unbroadcast
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .linalg import cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd
 from .losses import cross_entropy
+from .special import (
+    betaln,
+    digamma,
+    erf,
+    erfc,
+    erfinv,
+    gammaln,
+    log_ndtr,
+    logit,
+    ndtr,
+    polygamma,
+    xlog1py,
+    xlogy,
+)
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
     astype,
@@ -79,6 +93,9 @@ OPS: dict[str, Callable[..., Any]] = {
     },
     # linear algebra (linalg.py)
     **{f.__name__: f for f in (cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd)},
+    # special functions (special.py)
+    **{f.__name__: f for f in (betaln, digamma, erf, erfc, erfinv, gammaln, log_ndtr, logit, ndtr, polygamma,
+                               xlog1py, xlogy)},
 }
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
