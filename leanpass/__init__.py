@@ -94,8 +94,7 @@ _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "data
 _LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
 
 if TYPE_CHECKING:
-    from . import data, datasets, losses, nn, optim
-    from . import linalg, special, stats
+    from . import data, datasets, linalg, losses, nn, optim, special, stats
     from .checkpoint import load, save
 
 

@@ -182,8 +182,9 @@ def qr(a: ArrayLike, mode: str = "reduced") -> QRResult:
     """The reduced QR factorisation ``a = Q @ R`` (``R`` needs a nonzero diagonal for the gradient).
 
     >>> q, r = qr(Tensor([[2.0], [0.0]]))
-    >>> r
-    Tensor([[-2.]])
+    >>> q @ r
+    Tensor([[2.],
+            [0.]])
     """
     if mode != "reduced":
         raise ValueError(f"linalg.qr on a Tensor supports mode='reduced' only, not {mode!r}")

@@ -107,6 +107,12 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     elif method == "reduce" and ufunc in _REDUCES:
         _check_kwargs(name, kwargs, ("axis", "keepdims"))
         return _REDUCES[ufunc](inputs[0], axis=kwargs.get("axis", 0), keepdims=bool(kwargs.get("keepdims", False)))
+    if getattr(np, ufunc.__name__, None) is not ufunc:  # not NumPy's: a SciPy ufunc, say
+        from .special import scipy_ufunc_hint
+
+        hint = scipy_ufunc_hint(ufunc)
+        if hint is not None:
+            raise TypeError(hint)
     raise TypeError(f"{name} is not differentiable in LeanPass. {_HINT}")
 
 

@@ -5,8 +5,8 @@
 is being differentiated raises a TypeError that names the function to call here instead.
 
 >>> import leanpass as lp
->>> lp.grad(lambda x: lp.special.gammaln(x))(4.0)  # digamma(4)
-array(1.25611767)
+>>> round(float(lp.grad(lp.special.gammaln)(4.0)), 12)  # digamma(4)
+1.256117668432
 """
 
 from __future__ import annotations
@@ -245,12 +245,13 @@ def scipy_ufunc_hint(ufunc: Any) -> str | None:
     >>> scipy_ufunc_hint(np.exp) is None
     True
     """
-    if getattr(np, ufunc.__name__, None) is ufunc:
+    name = getattr(ufunc, "__name__", None)
+    if name is None or getattr(np, name, None) is ufunc:
         return None
     scipy_special = sys.modules.get("scipy.special")
-    if scipy_special is None or getattr(scipy_special, ufunc.__name__, None) is not ufunc:
+    if scipy_special is None or getattr(scipy_special, name, None) is not ufunc:
         return None
-    return _scipy_message("scipy.special", None, ufunc.__name__)
+    return _scipy_message("scipy.special", None, name)
 
 
 def _scipy_hint() -> str | None:
@@ -263,7 +264,7 @@ def _scipy_hint() -> str | None:
     >>> _scipy_hint() is None
     True
     """
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     outer = None
     while frame is not None:
         if str(frame.f_globals.get("__name__", "")).startswith("scipy."):

@@ -7,8 +7,8 @@ distribution's support a log-density is ``-inf``, as in SciPy.
 >>> import leanpass as lp
 >>> lp.stats.norm.logpdf(Tensor([0.0, 1.0]), 0.0, 2.0)
 Tensor([-1.61208571, -1.73708571])
->>> lp.grad(lambda mu: lp.stats.norm.logpdf(1.0, mu, 2.0))(0.0)  # (x - mu) / scale**2
-array(0.25)
+>>> float(lp.grad(lambda mu: lp.stats.norm.logpdf(1.0, mu, 2.0))(0.0))  # (x - mu) / scale**2
+0.25
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import linalg, special
+from .ops import exp as _exp
 from .ops import log as _log
 from .ops import sum as _sum
 from .ops import where as _where
@@ -44,6 +45,12 @@ def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> tuple[Tensor, T
     return (_t(x) - loc) / scale, scale
 
 
+def _safe(x: Tensor, mask: Any, fill: float) -> Tensor:
+    """``x`` inside the support (``mask``), ``fill`` outside: so that the density computed there
+    and then discarded cannot put a nan into the gradient (``0 * log(-1)``)."""
+    return _where(np.broadcast_to(mask, np.shape(x._data)), x, fill)
+
+
 def _inside(mask: Any, value: Tensor) -> Tensor:
     """``value`` where ``mask`` (a plain boolean array) holds, else ``-inf`` (outside the support)."""
     return _where(np.broadcast_to(mask, np.shape(value._data)), value, -np.inf)
@@ -67,7 +74,7 @@ class _Norm:
         >>> norm.pdf(0.0)
         Tensor(0.39894228)
         """
-        return np.exp(self.logpdf(x, loc, scale))
+        return _exp(self.logpdf(x, loc, scale))
 
     def cdf(self, x: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """``P(X <= x)``, accurate in the left tail.
@@ -140,7 +147,7 @@ class _MultivariateNormal:
         >>> multivariate_normal.pdf(Tensor([0.0]), cov=1.0)
         Tensor(0.39894228)
         """
-        return np.exp(self.logpdf(x, mean, cov))
+        return _exp(self.logpdf(x, mean, cov))
 
 
 class _T:
@@ -164,7 +171,7 @@ class _T:
         >>> t.pdf(0.0, 1.0)
         Tensor(0.31830989)
         """
-        return np.exp(self.logpdf(x, df, loc, scale))
+        return _exp(self.logpdf(x, df, loc, scale))
 
 
 class _Beta:
@@ -177,9 +184,11 @@ class _Beta:
         Tensor(0.40546511)
         """
         y, scale = _standard(x, loc, scale)
-        out = special.xlogy(_t(a) - 1, y) + special.xlog1py(_t(b) - 1, -y) - special.betaln(a, b) - _log(scale)
         raw = _value(y)
-        return _inside((raw >= 0) & (raw <= 1), out)
+        inside = (raw >= 0) & (raw <= 1)
+        y = _safe(y, inside, 0.5)
+        out = special.xlogy(_t(a) - 1, y) + special.xlog1py(_t(b) - 1, -y) - special.betaln(a, b) - _log(scale)
+        return _inside(inside, out)
 
     def pdf(self, x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """The density, ``exp(logpdf)``.
@@ -187,7 +196,7 @@ class _Beta:
         >>> beta.pdf(0.5, 2.0, 2.0)
         Tensor(1.5)
         """
-        return np.exp(self.logpdf(x, a, b, loc, scale))
+        return _exp(self.logpdf(x, a, b, loc, scale))
 
 
 class _Gamma:
@@ -200,8 +209,10 @@ class _Gamma:
         Tensor(-1.)
         """
         y, scale = _standard(x, loc, scale)
+        inside = _value(y) >= 0
+        y = _safe(y, inside, 1.0)
         out = special.xlogy(_t(a) - 1, y) - y - special.gammaln(a) - _log(scale)
-        return _inside(_value(y) >= 0, out)
+        return _inside(inside, out)
 
     def pdf(self, x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """The density, ``exp(logpdf)``.
@@ -209,7 +220,7 @@ class _Gamma:
         >>> gamma.pdf(0.0, 1.0)
         Tensor(1.)
         """
-        return np.exp(self.logpdf(x, a, loc, scale))
+        return _exp(self.logpdf(x, a, loc, scale))
 
 
 class _Dirichlet:
@@ -242,7 +253,7 @@ class _Dirichlet:
         >>> dirichlet.pdf(Tensor([0.2, 0.8]), Tensor([1.0, 1.0]))
         Tensor(1.)
         """
-        return np.exp(self.logpdf(x, alpha))
+        return _exp(self.logpdf(x, alpha))
 
 
 class _Poisson:
@@ -255,9 +266,11 @@ class _Poisson:
         Tensor(-2.)
         """
         k = _t(k) - loc
-        out = special.xlogy(k, mu) - special.gammaln(k + 1) - mu
         raw = _value(k)
-        return _inside((raw >= 0) & (raw == np.floor(raw)), out)
+        inside = (raw >= 0) & (raw == np.floor(raw))
+        k = _safe(k, inside, 0.0)
+        out = special.xlogy(k, mu) - special.gammaln(k + 1) - mu
+        return _inside(inside, out)
 
     def pmf(self, k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Tensor:
         """The probability, ``exp(logpmf)``.
@@ -265,7 +278,7 @@ class _Poisson:
         >>> poisson.pmf(0, 2.0)
         Tensor(0.13533528)
         """
-        return np.exp(self.logpmf(k, mu, loc))
+        return _exp(self.logpmf(k, mu, loc))
 
 
 class _Bernoulli:
@@ -278,9 +291,11 @@ class _Bernoulli:
         Tensor(-1.38629436)
         """
         k = _t(k) - loc
-        out = special.xlogy(k, p) + special.xlog1py(1 - k, -_t(p))
         raw = _value(k)
-        return _inside((raw == 0) | (raw == 1), out)
+        inside = (raw == 0) | (raw == 1)
+        k = _safe(k, inside, 0.0)
+        out = special.xlogy(k, p) + special.xlog1py(1 - k, -_t(p))
+        return _inside(inside, out)
 
     def pmf(self, k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Tensor:
         """The probability, ``exp(logpmf)``.
@@ -288,7 +303,7 @@ class _Bernoulli:
         >>> bernoulli.pmf(1, 0.25)
         Tensor(0.25)
         """
-        return np.exp(self.logpmf(k, p, loc))
+        return _exp(self.logpmf(k, p, loc))
 
 
 norm = _Norm()

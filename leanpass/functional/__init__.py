@@ -24,20 +24,6 @@ from ._broadcast import unbroadcast as unbroadcast
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .linalg import cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd
 from .losses import cross_entropy
-from .special import (
-    betaln,
-    digamma,
-    erf,
-    erfc,
-    erfinv,
-    gammaln,
-    log_ndtr,
-    logit,
-    ndtr,
-    polygamma,
-    xlog1py,
-    xlogy,
-)
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
     astype,
@@ -53,6 +39,20 @@ from .shapes import (
     transpose,
     unindex,
     where,
+)
+from .special import (
+    betaln,
+    digamma,
+    erf,
+    erfc,
+    erfinv,
+    gammaln,
+    log_ndtr,
+    logit,
+    ndtr,
+    polygamma,
+    xlog1py,
+    xlogy,
 )
 from .unary import (
     abs,

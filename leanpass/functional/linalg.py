@@ -164,8 +164,8 @@ def _det_vjp(a: Any, ans: Any, g: Any) -> tuple[Any]:
 def slogdet(a: Any) -> tuple[Any, Any]:
     """``log |det(a)|`` (the second result of ``np.linalg.slogdet``). Cotangent ``g * inv(a).T``.
 
-    >>> slogdet(np.array([[-2.0]]))[0], slogdet(np.array([[-2.0]]))[1](np.array(1.0))
-    (array(0.69314718), (array([[-0.5]]),))
+    >>> float(slogdet(np.array([[-2.0]]))[0]), slogdet(np.array([[-2.0]]))[1](np.array(1.0))
+    (0.6931471805599453, (array([[-0.5]]),))
     """
     ans = np.linalg.slogdet(a)[1]
     return ans, MethodType(_slogdet_vjp, a)
@@ -231,7 +231,7 @@ def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803 - NumPy's na
     (array([1., 2.]), array([[0., 0.],
            [0., 1.]]))
     """
-    w, v = np.linalg.eigh(a, UPLO)
+    w, v = np.linalg.eigh(a, UPLO)  # type: ignore[call-overload]
     ans = np.concatenate([w[..., None, :], v], axis=-2)
     return ans, partial(_eigh_vjp, w, v)
 
@@ -281,7 +281,7 @@ def _svd_vjp(u: Any, s: Any, vh: Any, mn: tuple[int, int], g: Any) -> tuple[Any]
     m, n = mn
     k = min(m, n)
     gu, gs, gvh = unpack_svd(g, m, n)
-    v, gv = _T(vh), _T(gvh)
+    gv = _T(gvh)
     j = _T(u) @ gu
     kk = vh @ gv
     a_ = j - _T(j)
@@ -311,8 +311,8 @@ def qr(a: Any) -> tuple[Any, Any]:
     as ``X = Q U`` (square, the same rule with ``gQ + Y gV.T``) and ``Y = Q V``. ``R`` must have
     a nonzero diagonal (full rank).
 
-    >>> qr(np.array([[2.0], [0.0]]))[0]
-    array([-1., -0., -2.])
+    >>> np.abs(qr(np.array([[2.0], [0.0]]))[0])  # Q, then R (their signs are LAPACK's choice)
+    array([1., 0., 2.])
     """
     q, r = np.linalg.qr(a)
     shape = _shape(a)
@@ -406,11 +406,15 @@ def norm(x: Any, ord: float = 2, axis: Any = None, keepdims: bool = False) -> tu
     of axes with ``p = 2``: the Frobenius norm). Cotangent ``g sign(x) |x|**(p-1) / ans**(p-1)``,
     0 where ``ans == 0`` (a subgradient).
 
-    >>> norm(np.array([3.0, 4.0]))[0], norm(np.zeros(2))[1](np.array(1.0))
-    (np.float64(5.0), (array([0., 0.]),))
+    >>> norm(np.array([3.0, 4.0]))[0], norm(np.zeros(2))[1](np.array(1.0))[0]
+    (array(5.), array([0., 0.]))
     """
+    from ..tensor import Tensor, apply
+
     p = float(ord)
-    if p == 2:
+    if type(x) is Tensor:  # a replayed rule: the norm as this op again, so its derivative keeps the rule at 0
+        kept = apply(norm, "norm", x, ord, axis, True)
+    elif p == 2:
         kept = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
     else:
         kept = np.sum(np.abs(x) ** p, axis=axis, keepdims=True) ** (1 / p)
