@@ -5,6 +5,7 @@ derivatives, float32, the errors, and the message a SciPy function gives on a Te
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -93,8 +94,12 @@ def test_two_input_values() -> None:
         agree(S.xlog1py(x, y - 1), sp.xlog1py(x, y - 1), rtol=1e-15)
 
 
-def test_zeta_constants_are_zetas() -> None:
+def test_constants_are_what_they_say() -> None:
     assert np.allclose(FS._ZETA, sp.zeta(np.arange(2, 32)), rtol=1e-15, atol=0)
+    b = [Fraction(1)]  # the Bernoulli numbers, exactly, by their recurrence (SciPy's err by 1e-12)
+    for m in range(1, 23):
+        b.append(Fraction(-sum(math.comb(m + 1, k) * b[k] for k in range(m)), m + 1))
+    assert FS._B2K == [float(v) for v in b[2::2]]
 
 
 def test_logsumexp_and_softmax_match_scipy() -> None:
