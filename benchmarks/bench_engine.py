@@ -138,7 +138,8 @@ def op_table(repeats: int) -> None:
             first = lp.apply(op, name, *ins)
             ones = np.ones(first.shape, first.dtype)
 
-            def recorded(ins: list = ins, leaves: list = leaves, op: object = op, ones: object = ones) -> None:
+            def recorded(ins: list = ins, leaves: list = leaves, op: object = op, ones: object = ones,
+                         name: str = name) -> None:
                 for leaf in leaves:
                     leaf.grad = None
                 lp.apply(op, name, *ins).backward(ones)

@@ -152,6 +152,13 @@ def _shaped(fn: Callable[[np.ndarray], Any], *params: Any, rows: bool = True) ->
     return build
 
 
+def _betaln(n: int) -> Built:
+    from leanpass import functional as F
+
+    a, b = _x(n), _x(n)
+    return [a, b], [0, 1], lambda: F.OPS["betaln"](a, b)[0]
+
+
 INPUTS: dict[str, Callable[[int], Built]] = {
     "+": _binary(np.add), "-": _binary(np.subtract), "*": _binary(np.multiply), "/": _binary(np.divide),
     "**": _binary(np.power),
@@ -176,7 +183,8 @@ INPUTS: dict[str, Callable[[int], Built]] = {
     "reshape": _shaped(lambda x: x.reshape(-1), (-1,)), "transpose": _shaped(np.transpose, None),
     "swapaxes": _shaped(lambda x: np.swapaxes(x, 0, 1), 0, 1), "expand_dims": _shaped(lambda x: x[None], 0),
     "squeeze": lambda n: (lambda x: ([x, None], [0], lambda: np.squeeze(x)))(_rows(n)[None]),
-    "broadcast_to": lambda n: (lambda x: ([x, (2, *x.shape)], [0], lambda: np.broadcast_to(x, (2, *x.shape))))(_rows(n)),
+    "broadcast_to": lambda n: (lambda x: ([x, (2, *x.shape)], [0], lambda: np.broadcast_to(x, (2, *x.shape))))(
+        _rows(n)),
     "astype": _shaped(lambda x: x.astype(np.float32), np.dtype(np.float32)),
     "getitem": _shaped(lambda x: x[::2], slice(None, None, 2), rows=False), "unindex": _unindex,
     "concatenate": _joined(np.concatenate), "stack": _joined(np.stack), "where": _where, "einsum": _einsum,
@@ -198,6 +206,5 @@ INPUTS: dict[str, Callable[[int], Built]] = {
     "logit": _special("logit", 0.1, 0.9),
     "xlogy": lambda n: (lambda x, y: ([x, y], [0, 1], lambda: x * np.log(y)))(_x(n), _x(n)),
     "xlog1py": lambda n: (lambda x, y: ([x, y], [0, 1], lambda: x * np.log1p(y)))(_x(n), _x(n)),
-    "betaln": lambda n: (lambda a, b: ([a, b], [0, 1], lambda: __import__("leanpass").functional.OPS["betaln"](a, b)[0]))(
-        _x(n), _x(n)),
+    "betaln": _betaln,
 }
