@@ -251,3 +251,10 @@ def test_the_scipy_hook_is_quiet_outside_scipy() -> None:
     probe = _Probe(np.array([0.2, 0.8]))
     ss.norm.ppf(probe)  # a SciPy function LeanPass does not have
     assert probe.hints[0] is not None and "no differentiable version" in probe.hints[0]
+
+
+def test_a_scipy_stats_function_on_a_differentiated_tensor_raises() -> None:
+    # (scipy.stats converts with np.asarray, which refuses a Tensor being differentiated; the
+    # message can name lp.stats.norm.logpdf through leanpass.special._scipy_hint, tested above)
+    with pytest.raises(TypeError, match="scipy"):
+        lp.grad(lambda m: ss.norm.logpdf(1.0, m, 2.0))(0.0)
