@@ -230,18 +230,20 @@ def _scipy_message(package: str, obj: str | None, func: str) -> str:
     name = f"{package}.{obj + '.' if obj else ''}{func}"
     ours = _leanpass_name(package, obj, func)
     if ours is None:
-        return (f"{name} cannot see through a Tensor (SciPy turns it into a constant, and the "
-                "gradient would silently be 0); LeanPass has no differentiable version of it. "
+        return (f"{name} is not differentiable in LeanPass: it cannot see through a Tensor (SciPy turns "
+                "it into a constant, and the gradient would silently be 0), and LeanPass has no version of it. "
                 "Write it with NumPy operations on the Tensor, or convert after the gradient is taken.")
-    return f"{name} cannot see through a Tensor (the gradient would silently be 0); use {ours}"
+    return (f"{name} is not differentiable in LeanPass: it cannot see through a Tensor (the gradient "
+            f"would silently be 0); use {ours}")
 
 
 def scipy_ufunc_hint(ufunc: Any) -> str | None:
     """The message for a SciPy ufunc (``scipy.special.gammaln``) called on a Tensor, else None.
 
     >>> import scipy.special
-    >>> scipy_ufunc_hint(scipy.special.gammaln)
-    'scipy.special.gammaln cannot see through a Tensor (the gradient would silently be 0); use lp.special.gammaln'
+    >>> print(scipy_ufunc_hint(scipy.special.gammaln))  # doctest: +NORMALIZE_WHITESPACE
+    scipy.special.gammaln is not differentiable in LeanPass: it cannot see through a Tensor
+    (the gradient would silently be 0); use lp.special.gammaln
     >>> scipy_ufunc_hint(np.exp) is None
     True
     """

@@ -207,11 +207,11 @@ def test_errors() -> None:
 # ----- SciPy called on a Tensor ------------------------------------------------------------------------
 def test_a_scipy_ufunc_on_a_tensor_names_the_leanpass_function() -> None:
     x = Tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(TypeError, match=r"scipy\.special\.gammaln cannot see through a Tensor.*lp\.special\.gammaln"):
+    with pytest.raises(TypeError, match=r"scipy\.special\.gammaln is not.*cannot see through.*lp\.special\.gammaln"):
         sp.gammaln(x)
     with pytest.raises(TypeError, match=r"scipy\.special\.erfinv .* use lp\.special\.erfinv"):
         sp.erfinv(x)
-    with pytest.raises(TypeError, match=r"scipy\.special\.gamma .*no differentiable version"):
+    with pytest.raises(TypeError, match=r"scipy\.special\.gamma is.*has no version of it"):
         sp.gamma(x)
     with pytest.raises(TypeError, match="np.cbrt|np.arccosh|not differentiable"):  # NumPy's own: unchanged
         np.arccosh(x)
@@ -250,7 +250,7 @@ def test_the_scipy_hook_is_quiet_outside_scipy() -> None:
     assert probe.hints == [None]
     probe = _Probe(np.array([0.2, 0.8]))
     ss.norm.ppf(probe)  # a SciPy function LeanPass does not have
-    assert probe.hints[0] is not None and "no differentiable version" in probe.hints[0]
+    assert probe.hints[0] is not None and "has no version of it" in probe.hints[0]
 
 
 def test_a_scipy_stats_function_on_a_differentiated_tensor_raises() -> None:
