@@ -312,3 +312,34 @@ def test_each_sample_runs_and_differentiates(name: str) -> None:
         return lp.apply(op, name, *full)
 
     check_grads(f, [args[i] for i in diff], order=1)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=0, max_size=2), st.integers(1, 4), st.integers(1, 4),
+       st.integers(0, 2**31 - 1))
+def test_batched_shapes_values_and_gradients(batch: list[int], m: int, n: int, seed: int) -> None:
+    a = square(seed, (*batch, n, n))
+    r = np.random.default_rng(seed).standard_normal((*batch, m, n))
+    for name in ("inv", "det", "cholesky"):
+        arg = spd(seed, (*batch, n, n)) if name == "cholesky" else a
+        assert np.allclose(getattr(L, name)(arg)._data, getattr(np.linalg, name)(arg))
+    assert np.allclose(L.slogdet(a)[1]._data, np.linalg.slogdet(a)[1])
+    assert np.allclose(L.svd(r, full_matrices=False)[1]._data, np.linalg.svd(r, compute_uv=False))
+    assert np.allclose(L.pinv(r)._data, np.linalg.pinv(r))
+    check_grads(lambda t: L.slogdet(t)[1], [a], order=1)
+    check_grads(lambda t: L.inv(t), [a], order=1)
+    check_grads(lambda t: L.svd(t, compute_uv=False), [r], order=1)
+    check_grads(lambda t: L.eigh(sym(t))[0], [a], order=1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.data())
+def test_vector_norms_over_shapes_and_axes(shape: list[int], data: Any) -> None:
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    ord_ = data.draw(st.sampled_from([None, 1, 2, 3, np.inf, -np.inf]))
+    keepdims = data.draw(st.booleans())
+    x = np.random.default_rng(len(shape)).standard_normal(shape) + 0.1
+    want = np.linalg.norm(x, ord_, axis, keepdims)
+    got = L.norm(x, ord_, axis, keepdims)
+    assert got.shape == np.shape(want) and np.allclose(got._data, want)
+    check_grads(lambda t: L.norm(t, ord_, axis, keepdims), [x], order=2)
