@@ -116,7 +116,8 @@ def solve(a: ArrayLike, b: ArrayLike) -> Tensor:
 
 def cholesky(a: ArrayLike, upper: bool = False) -> Tensor:
     """The Cholesky factor of a symmetric positive-definite matrix: lower ``L`` with
-    ``a = L @ L.T`` (``upper=True``: ``L.T``). The gradient is symmetric.
+    ``a = L @ L.T`` (``upper=True``: ``L.T``). It reads ``(a + a.T) / 2``, so the gradient is
+    symmetric.
 
     >>> cholesky(Tensor([[4.0, 2.0], [2.0, 5.0]]))
     Tensor([[2., 0.],
@@ -127,7 +128,8 @@ def cholesky(a: ArrayLike, upper: bool = False) -> Tensor:
 
 
 def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's name
-    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix.
+    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix (it reads
+    ``(a + a.T) / 2``, so ``UPLO`` changes nothing and the gradient is symmetric).
 
     Repeated eigenvalues: the gradient is exact for losses that depend on the eigenvectors
     only through the space they span (see ``leanpass.functional.linalg``).

@@ -21,8 +21,9 @@ Conventions where a derivative does not exist:
 - ``svd``: the same for repeated singular values (only the ``1 / (s_j - s_i)`` part is dropped:
   the ``1 / (s_j + s_i)`` part stays, as the limit requires); ``1 / s`` is taken as 0 where
   ``s == 0`` (as JAX does).
-- ``eigh`` and ``cholesky`` read a symmetric matrix, and their gradients are symmetric (the
-  gradient with respect to the symmetric matrix the input stands for, as in JAX).
+- ``eigh`` and ``cholesky`` read the symmetric part ``(a + a.T) / 2`` of their input, as JAX
+  does (NumPy reads one triangle: the same for a symmetric matrix, bit for bit), so their
+  gradients are symmetric and agree with finite differences in any direction.
 - ``norm`` at 0: the subgradient 0.
 
 >>> ans, vjp = inv(np.array([[2.0, 0.0], [0.0, 4.0]]))
@@ -198,15 +199,15 @@ def _solve_vjp(a: Any, b: Any, ans: Any, need: tuple[bool, bool], g: Any) -> tup
 
 # ----- factorisations -----------------------------------------------------------------------------
 def cholesky(a: Any) -> tuple[Any, Any]:
-    """The lower Cholesky factor ``L`` of a symmetric positive-definite ``a``.
+    """The lower Cholesky factor ``L`` of a symmetric positive-definite ``a`` (of its symmetric part).
 
     Cotangent ``sym(L^-T phi(L.T g) L^-1)``, where ``phi`` keeps the lower triangle and halves
-    the diagonal (symmetric, as the input is read as a symmetric matrix).
+    the diagonal.
 
     >>> cholesky(np.array([[4.0]]))[1](np.array([[1.0]]))
     (array([[0.25]]),)
     """
-    ans = np.linalg.cholesky(a)
+    ans = np.linalg.cholesky(_sym(a))
     return ans, MethodType(_cholesky_vjp, ans)
 
 
@@ -220,8 +221,8 @@ def _cholesky_vjp(low: Any, g: Any) -> tuple[Any]:
 
 
 def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803 - NumPy's name
-    """Eigenvalues ``w`` (ascending) and eigenvectors ``V`` of a symmetric matrix, packed as
-    ``ans[..., 0, :] = w`` and ``ans[..., 1:, :] = V``.
+    """Eigenvalues ``w`` (ascending) and eigenvectors ``V`` of a symmetric matrix (of the symmetric
+    part of ``a``: ``UPLO`` changes nothing), packed as ``ans[..., 0, :] = w`` and ``ans[..., 1:, :] = V``.
 
     Cotangent ``sym(V (diag(gw) + F * (V.T gV)) V.T)`` with ``F_ij = 1 / (w_j - w_i)``, 0 on
     the diagonal and between equal eigenvalues (see the module's conventions).
@@ -231,7 +232,7 @@ def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803 - NumPy's na
     (array([1., 2.]), array([[0., 0.],
            [0., 1.]]))
     """
-    w, v = np.linalg.eigh(a, UPLO)  # type: ignore[call-overload]
+    w, v = np.linalg.eigh(_sym(a), UPLO)  # type: ignore[call-overload]
     ans = np.concatenate([w[..., None, :], v], axis=-2)
     return ans, partial(_eigh_vjp, w, v)
 
