@@ -183,16 +183,32 @@ def solve(a: Any, b: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
     >>> solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([2.0, 2.0]))[0]
     array([1. , 0.5])
     """
-    ans = np.linalg.solve(a, b)
+    # The batch axes are lined up explicitly (leading 1s) and a vector is solved as a column, so
+    # that no call depends on NumPy's rank-dependent rules (a batching transform needs that).
+    if np.ndim(b) == 1:
+        col = np.reshape(b, (1,) * (np.ndim(a) - 2) + (np.shape(b)[0], 1))
+        ans = np.linalg.solve(a, col)[..., 0]
+    else:
+        ans = np.linalg.solve(*_same_rank(a, b))
     return ans, partial(_solve_vjp, a, b, ans, need)
 
 
+def _same_rank(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b`` with leading size-1 axes added to the one with fewer batch axes."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na < nb:
+        a = np.reshape(a, (1,) * (nb - na) + _shape(a))
+    elif nb < na:
+        b = np.reshape(b, (1,) * (na - nb) + _shape(b))
+    return a, b
+
+
 def _solve_vjp(a: Any, b: Any, ans: Any, need: tuple[bool, bool], g: Any) -> tuple[Any, Any]:
-    if np.ndim(b) == 1:  # vectors: NumPy's solve takes a 1-D b only, so add the column axis
+    if np.ndim(b) == 1:  # vectors: solved as columns (g has a's batch axes)
         gb = np.linalg.solve(_T(a), g[..., None])[..., 0]
         ga = -(gb[..., :, None] * ans[..., None, :]) if need[0] else None
     else:
-        gb = np.linalg.solve(_T(a), g)
+        gb = np.linalg.solve(*_same_rank(_T(a), g))
         ga = -(gb @ _T(ans)) if need[0] else None
     return (unbroadcast(ga, a) if need[0] else None, unbroadcast(gb, b) if need[1] else None)
 
@@ -378,22 +394,23 @@ def _pinv_vjp(a: Any, ans: Any, g: Any) -> tuple[Any, None]:
 
 
 def lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Any, Any]:
-    """The least-squares solution ``x`` of ``a @ x = b`` (the first result of ``np.linalg.lstsq``).
+    """The least-squares solution ``x`` of ``a @ x = b`` (the first result of ``np.linalg.lstsq``,
+    to rounding), computed as ``pinv(a) @ b`` with lstsq's cutoff for small singular values (so
+    that it batches, as NumPy's lstsq does not).
 
-    ``x = pinv(a) @ b``, so ``gb = pinv(a).T @ g`` and ``a`` gets ``pinv``'s cotangent for
-    ``g b.T`` (constant rank).
+    ``gb = pinv(a).T @ g``, and ``a`` gets ``pinv``'s cotangent for ``g b.T`` (constant rank).
 
     >>> lstsq(np.array([[1.0], [1.0]]), np.array([1.0, 3.0]))[0]
     array([2.])
     """
-    ans = np.linalg.lstsq(a, b, rcond=rcond)[0]
-    return ans, partial(_lstsq_vjp, a, b, rcond)
-
-
-def _lstsq_vjp(a: Any, b: Any, rcond: Any, g: Any) -> tuple[Any, Any, None]:
     m, n = _shape(a)[-2:]
     cutoff = float(np.finfo(_dtype(a)).eps) * max(m, n) if rcond is None else rcond
     p = np.linalg.pinv(a, cutoff)
+    ans = p @ b
+    return ans, partial(_lstsq_vjp, a, b, p)
+
+
+def _lstsq_vjp(a: Any, b: Any, p: Any, g: Any) -> tuple[Any, Any, None]:
     vector = np.ndim(b) == 1
     g2, b2 = (g[:, None], b[:, None]) if vector else (g, b)
     gb = _T(p) @ g2
