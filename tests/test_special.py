@@ -195,6 +195,8 @@ def test_float32_stays_float32() -> None:
         assert out.dtype == np.float32, name
         assert np.allclose(out._data, getattr(sp, name)(arg.astype(np.float64)), rtol=1e-5), name
         assert lp.grad(lambda t, n=name: getattr(S, n)(t).sum())(arg).dtype == np.float32, name
+    assert S.betaln(x, x).dtype == np.float32 and S.xlogy(x, x).dtype == np.float32
+    assert np.allclose(S.betaln(x, x)._data, sp.betaln(x, x), rtol=1e-6)
 
 
 def test_errors() -> None:

@@ -398,7 +398,12 @@ def betaln(a: Any, b: Any) -> tuple[Any, Any]:
     if type(a) is Tensor or type(b) is Tensor:
         ans: Any = apply(betaln, "betaln", a, b)
     else:
-        ans = _betaln_values(a, b)
+        dtype = np.result_type(getattr(a, "dtype", np.float64), getattr(b, "dtype", np.float64))
+        if dtype.kind == "f" and dtype.itemsize < 8:  # computed in float64, given back narrow
+            wide = [v.astype(np.float64) if hasattr(v, "astype") else v for v in (a, b)]
+            ans = _betaln_values(*wide).astype(dtype)
+        else:
+            ans = _betaln_values(a, b)
     return ans, partial(_betaln_vjp, a, b)
 
 
