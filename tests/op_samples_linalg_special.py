@@ -62,8 +62,6 @@ SAMPLES: dict[str, Builder] = {
     "gammaln": lambda r: (np.concatenate([_pos(r, 3), -0.3 - 0.4 * r.uniform(size=1)]),),  # one in (-0.7, -0.3)
     "digamma": lambda r: (_pos(r, 4),),
     "polygamma": lambda r: (_pos(r, 4), 2),
-    "erf": lambda r: (_x(r, 4),),
-    "erfc": lambda r: (_x(r, 4),),
     "erfinv": lambda r: (_unit(r, 4) * 2 - 1,),
     "ndtr": lambda r: (_x(r, 4),),
     "log_ndtr": lambda r: (_x(r, 4) * 3,),

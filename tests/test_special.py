@@ -215,8 +215,8 @@ def test_a_scipy_ufunc_on_a_tensor_names_the_leanpass_function() -> None:
         sp.erfinv(x)
     with pytest.raises(TypeError, match=r"scipy\.special\.gamma is.*has no version of it"):
         sp.gamma(x)
-    with pytest.raises(TypeError, match="np.cbrt|np.arccosh|not differentiable"):  # NumPy's own: unchanged
-        np.arccosh(x)
+    with pytest.raises(TypeError, match=r"^np\.spacing is not differentiable"):  # NumPy's own: unchanged
+        np.spacing(x)
 
 
 class _Probe:

@@ -3,8 +3,9 @@
 The elementwise ones are declared in one table, ``ELEMENTWISE``: a name, the values (plain NumPy on
 arrays), and the derivative ``d(x, ans, *params)`` written with these same ops, so that each
 derivative is differentiable again: ``gammaln' = digamma``, ``digamma' = polygamma(1, .)``,
-``polygamma(n, .)' = polygamma(n + 1, .)``, ``erf' = 2 exp(-x**2) / sqrt(pi)`` and so on, to any
-order. ``vjp(g) = (g * d,)``, and a forward-mode rule is ``t * d``.
+``polygamma(n, .)' = polygamma(n + 1, .)``, ``erfinv' = sqrt(pi) / 2 exp(erfinv**2)`` and so on, to any
+order. ``vjp(g) = (g * d,)``, and a forward-mode rule is ``t * d``. (``erf`` and ``erfc`` themselves
+are ops of ``elementwise.py``; the private ones here serve ``ndtr``, ``log_ndtr`` and ``erfinv``.)
 
 How the values are computed (float64 precision over the whole real line, checked against SciPy):
 
@@ -205,10 +206,6 @@ def _erfc_values(x: Any) -> Any:
     return _erf_pair(x)[1]
 
 
-def _erf_values(x: Any) -> Any:
-    return _erf_pair(x)[0]
-
-
 def log_erfc_values(x: Any) -> Any:
     """``log(erfc(x))``, finite far into the right tail (where ``erfc`` underflows)."""
     x = _float(x)
@@ -273,8 +270,6 @@ ELEMENTWISE: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "gammaln": (_gammaln_values, lambda x, ans: _value(digamma, x)),
     "digamma": (lambda x: _polygamma_values(x, 0), lambda x, ans: _value(polygamma, x, 1)),
     "polygamma": (_polygamma_values, lambda x, ans, n: _value(polygamma, x, n + 1)),
-    "erf": (_erf_values, lambda x, ans: (2 / _SQRT_PI) * np.exp(-x * x)),
-    "erfc": (_erfc_values, lambda x, ans: (-2 / _SQRT_PI) * np.exp(-x * x)),
     "erfinv": (_erfinv_values, lambda x, ans: (_SQRT_PI / 2) * np.exp(ans * ans)),
     "ndtr": (_ndtr_values, lambda x, ans: np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)),
     "log_ndtr": (_log_ndtr_values, lambda x, ans: np.exp(-0.5 * x * x - _HALF_LOG_2PI - ans)),
@@ -317,8 +312,6 @@ def _elementwise_vjp(derivative: Callable[..., Any], x: Any, ans: Any, params: t
 gammaln: Callable[..., tuple[Any, Any]] = _elementwise("gammaln")
 digamma: Callable[..., tuple[Any, Any]] = _elementwise("digamma")
 polygamma: Callable[..., tuple[Any, Any]] = _elementwise("polygamma")
-erf: Callable[..., tuple[Any, Any]] = _elementwise("erf")
-erfc: Callable[..., tuple[Any, Any]] = _elementwise("erfc")
 erfinv: Callable[..., tuple[Any, Any]] = _elementwise("erfinv")
 ndtr: Callable[..., tuple[Any, Any]] = _elementwise("ndtr")
 log_ndtr: Callable[..., tuple[Any, Any]] = _elementwise("log_ndtr")
