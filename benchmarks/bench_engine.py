@@ -118,14 +118,14 @@ def op_table(repeats: int) -> None:
     The inputs are Tensors made once (as parameters are); each run records the op on them and
     runs ``.backward`` with a cotangent of ones made once.
     """
-    from op_inputs import INPUTS
+    from op_inputs import inputs
 
     from leanpass import functional as F
 
     print("per-op overhead: forward with recording + backward, over NumPy's forward (medians)")
     print(f"  {'op':<14}{'10 elements':>24}{'100,000 elements':>28}")
     for name in F.OPS:
-        build = INPUTS.get(name)
+        build = inputs(name)
         if build is None:
             print(f"  {name:<14}{'(no sample input in op_inputs.py)':>52}")
             continue

@@ -159,6 +159,33 @@ def _betaln(n: int) -> Built:
     return [a, b], [0, 1], lambda: F.OPS["betaln"](a, b)[0]
 
 
+def _numpy_math(name: str) -> Callable[[int], Built] | None:
+    """NumPy's elementwise functions (``functional.ELEMENTWISE``), on inputs from their domains as
+    tests/op_samples.py draws them; NumPy's function of the same name is the forward."""
+    import sys
+    from pathlib import Path
+
+    from leanpass import functional as F
+
+    entry = getattr(F, "ELEMENTWISE", {}).get(name)
+    if entry is None:
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from op_samples import DOMAINS, pair
+
+    params = {"round": (0,), "nan_to_num": (True, 0.0, None, None)}.get(name, ())
+    fn = getattr(np, name)
+
+    def build(n: int) -> Built:
+        if len(entry[1]) == 2:
+            x, y = pair(name, rng, (n,))
+            return [x, y], [0, 1], lambda: fn(x, y)
+        x = DOMAINS[name](rng, (n,))
+        return [x, *params], [0], lambda: fn(x, *params)
+
+    return build
+
+
 INPUTS: dict[str, Callable[[int], Built]] = {
     "+": _binary(np.add), "-": _binary(np.subtract), "*": _binary(np.multiply), "/": _binary(np.divide),
     "**": _binary(np.power),
@@ -207,4 +234,13 @@ INPUTS: dict[str, Callable[[int], Built]] = {
     "xlogy": lambda n: (lambda x, y: ([x, y], [0, 1], lambda: x * np.log(y)))(_x(n), _x(n)),
     "xlog1py": lambda n: (lambda x, y: ([x, y], [0, 1], lambda: x * np.log1p(y)))(_x(n), _x(n)),
     "betaln": _betaln,
+    # products and scans over rows of 10
+    "prod": lambda n: (lambda x: ([x, 1, False], [0], lambda: np.prod(x, axis=1)))(_rows(n) * 0.1 + 1),
+    "cumsum": lambda n: (lambda x: ([x, 1], [0], lambda: np.cumsum(x, axis=1)))(_rows(n)),
+    "cumprod": lambda n: (lambda x: ([x, 1], [0], lambda: np.cumprod(x, axis=1)))(_rows(n) * 0.1 + 1),
 }
+
+
+def inputs(name: str) -> Callable[[int], Built] | None:
+    """The input builder of op ``name``, or None when there is none."""
+    return INPUTS.get(name) or _numpy_math(name)
