@@ -16,7 +16,8 @@ that ceiling, not the all-reduce, bounds the 2-process figure.
 
 Then, in the 2-process jobs, the all-reduce of the MLP's gradients (a model-shaped tree of six
 arrays, 235,146 floats) against one bare mpi4py ``Allreduce`` of a float32 buffer of that size,
-timed alternately between barriers; and the all-reduce's share of a training step on rank 0
+timed between barriers in a random order with random pauses between them (so that no kind of
+call keeps one phase of the machine's periodic work); and the all-reduce's share of a training step on rank 0
 (time inside ``all_reduce_mean``, waiting for the other rank included, over the step's time).
 On a shared machine the medians carry the other jobs' load; the 10th percentiles of each run's
 step and all-reduce times are printed beside them (the least disturbed steps and calls).
@@ -100,21 +101,25 @@ def worker(steps: int, reps: int, independent: bool = False) -> None:
         n = sum(leaf.size for leaf in lp.tree_flatten(grads)[0])
         bare = np.ones(n, dtype=np.float32)
         source = np.ones(n, dtype=np.float32)
-        ours, theirs, after_work = [], [], []
-        for _ in range(reps):
+        times: dict[str, list[float]] = {"ours": [], "bare": [], "after_work": []}
+        order = np.random.default_rng(3)  # the same on every rank
+
+        def timed(kind: str) -> None:
             comm.Barrier()
+            if kind == "after_work":  # the bare call with a copy of that size between the barrier and the timer
+                np.copyto(bare, source)
             t = time.perf_counter()
-            distributed.all_reduce_mean(grads)
-            ours.append(time.perf_counter() - t)
-            comm.Barrier()
-            t = time.perf_counter()
-            comm.Allreduce(MPI.IN_PLACE, bare, op=MPI.SUM)
-            theirs.append(time.perf_counter() - t)
-            comm.Barrier()  # the same bare call with a copy of that size between the barrier and the timer
-            np.copyto(bare, source)
-            t = time.perf_counter()
-            comm.Allreduce(MPI.IN_PLACE, bare, op=MPI.SUM)
-            after_work.append(time.perf_counter() - t)
+            if kind == "ours":
+                distributed.all_reduce_mean(grads)
+            else:
+                comm.Allreduce(MPI.IN_PLACE, bare, op=MPI.SUM)
+            times[kind].append(time.perf_counter() - t)
+
+        for _ in range(reps):  # a random order and a random pause: no kind keeps one phase of the machine's ticks
+            for kind in order.permutation(list(times)):
+                time.sleep(order.uniform(0, 0.005))
+                timed(str(kind))
+        ours, theirs, after_work = times["ours"], times["bare"], times["after_work"]
         result.update(floats=n, ours_ms=1e3 * statistics.median(ours), bare_ms=1e3 * statistics.median(theirs),
                       ours_p10_ms=1e3 * float(np.percentile(ours, 10)),
                       bare_p10_ms=1e3 * float(np.percentile(theirs, 10)),
