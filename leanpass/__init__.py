@@ -99,9 +99,10 @@ del np
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint",
          "vmap": "batching"}
+_LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
 
 if TYPE_CHECKING:
-    from . import data, datasets, losses, nn, optim
+    from . import data, datasets, linalg, losses, nn, optim, special, stats
     from .batching import vmap
     from .checkpoint import load, save
 
@@ -120,3 +121,4 @@ def __getattr__(name: str) -> Any:
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
 __all__ += ["vmap"]
+__all__ += ["linalg", "special", "stats"]

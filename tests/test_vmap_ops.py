@@ -30,24 +30,19 @@ def _args(sample: Any) -> tuple[Any, ...]:
     return tuple(sample)
 
 
-def _scaled(args: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
-    """Another example from a table of fixed samples: its float arrays scaled (symmetry and sign kept)."""
-    return tuple(a * (1 + 0.05 * seed) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args)
-
-
 def _tables() -> dict[str, Callable[[int], tuple[Any, ...]]]:
-    """key -> (seed -> one example's arguments), from every sample table of the test suite."""
-    out: dict[str, Callable[[int], tuple[Any, ...]]] = {}
-    for table in (op_samples.CORE_SAMPLES, op_samples.SAMPLES):
-        for k, b in table.items():
-            out.setdefault(k, lambda seed, b=b: _args(b(np.random.default_rng(seed))))
-    for name in ("samples_linalg_special",):  # tables whose builders take no generator
+    """key -> (seed -> one example's arguments), from every sample table of the test suite
+    (each ``table[key](rng)`` gives the arguments; another generator, another example)."""
+    tables = [op_samples.CORE_SAMPLES, op_samples.SAMPLES]
+    for name in ("op_samples_linalg_special",):
         try:
-            table = importlib.import_module(name).SAMPLES
+            tables.append(importlib.import_module(name).SAMPLES)
         except ImportError:
             continue
+    out: dict[str, Callable[[int], tuple[Any, ...]]] = {}
+    for table in tables:
         for k, b in table.items():
-            out.setdefault(k, lambda seed, b=b: _scaled(_args(b()), seed))
+            out.setdefault(k, lambda seed, b=b: _args(b(np.random.default_rng(seed))))
     return out
 
 
