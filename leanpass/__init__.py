@@ -91,10 +91,12 @@ del np
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint"}
+_LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
 
 if TYPE_CHECKING:
     from . import data, datasets, losses, nn, optim
     from .checkpoint import load, save
+    from .tracing import jit
 
 
 def __getattr__(name: str) -> Any:
@@ -110,3 +112,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
+__all__ += ["jit"]

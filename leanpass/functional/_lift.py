@@ -12,6 +12,9 @@ from typing import Any
 import numpy as np
 
 apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, set on import
+# The raw array types: ndarray, and the stand-ins that jit (and vmap) put inside Tensors, which add
+# themselves here when they load. Code that takes "an array, else convert" tests against this.
+RAW: tuple[type, ...] = (np.ndarray,)
 
 
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:

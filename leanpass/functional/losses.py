@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _lift
 from .reductions import _shift
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -34,7 +35,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
     """
     n = x.shape[0]
     rows = np.arange(n)
-    fast = isinstance(x, np.ndarray)  # raw arrays (first order); a Tensor means a replayed, recorded pass
+    fast = isinstance(x, _lift.RAW)  # raw arrays (first order); a Tensor means a replayed, recorded pass
     # Subtract each row's maximum (a constant) before exp. A row with an infinite maximum gives
     # nan either way, so the raw path skips the finiteness check that _shift makes.
     # (raw arrays reduce with the ufuncs themselves: ndarray.max and .sum are Python wrappers)
@@ -56,7 +57,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
 
     def vjp(g: Any) -> tuple[Any, None, None]:
         p = e / s  # softmax(x), from the forward's pieces
-        if fast and isinstance(g, np.ndarray):  # the same formula, in place on the fresh p
+        if fast and isinstance(g, _lift.RAW):  # the same formula, in place on the fresh p
             p[rows, labels] -= 1
             if reduction == "mean":
                 p *= g / n

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _lift
+
 Axis = Any  # None | int | tuple[int, ...]
 
 
@@ -112,7 +114,7 @@ def _extreme(reduce: Any, x: Any, axis: Axis, keepdims: bool) -> tuple[Any, Any]
     ans = reduce(x, axis=axis, keepdims=keepdims)
 
     def vjp(g: Any) -> tuple[Any]:
-        hit = np.asarray(x == _restore(ans, shape, axis, keepdims), dtype=g.dtype)
+        hit = (x == _restore(ans, shape, axis, keepdims)).astype(g.dtype)
         ties = np.sum(hit, axis=axis, keepdims=True)
         return (_restore(g, shape, axis, keepdims) * (hit / ties),)
 
@@ -175,7 +177,8 @@ def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
 
 def _shift(x: Any, axis: Axis) -> Any:
     """A constant (never differentiated) per-slice maximum, 0 where it is not finite (or empty)."""
-    a = np.asarray(x)
+    a = getattr(x, "_data", x)  # (a Tensor's values: the shift is a constant)
+    a = a if isinstance(a, _lift.RAW) else np.asarray(a)
     m = np.max(a, axis=axis, keepdims=True, initial=-np.inf) if a.size == 0 else np.max(a, axis=axis, keepdims=True)
     return np.where(np.isfinite(m), m, 0).astype(m.dtype)
 
@@ -198,7 +201,7 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, A
     ans = ans_kept if keepdims else ans_kept.reshape(_dropped_shape(shape, axis))
 
     def vjp(g: Any) -> tuple[Any]:
-        weights = e / np.where(np.asarray(s) == 0, 1, s)
+        weights = e / np.where(s == 0, 1, s)
         return (_restore(g, shape, axis, keepdims) * weights,)
 
     return ans, vjp

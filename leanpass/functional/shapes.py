@@ -80,8 +80,9 @@ def astype(x: Any, dtype: Any) -> tuple[Any, Any]:
     >>> astype(np.ones(2), np.float32)[0].dtype
     dtype('float32')
     """
-    xdtype = np.asarray(x).dtype
-    return np.asarray(x).astype(dtype), lambda g: (g.astype(xdtype),)
+    x = x if hasattr(x, "astype") else np.asarray(x)  # (arrays, their stand-ins and NumPy scalars have it)
+    xdtype = x.dtype
+    return x.astype(dtype), lambda g: (g.astype(xdtype),)
 
 
 def getitem(x: Any, index: Any) -> tuple[Any, Any]:
@@ -102,7 +103,8 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     >>> unindex(np.ones(3), [0, 0, 1], (2,))[0]
     array([2., 1.])
     """
-    out = np.zeros(shape, dtype=np.asarray(g).dtype)
+    # (zeros_like dispatches, so under jit the zeros and the writes into them are traced too)
+    out = np.zeros(shape, dtype=g.dtype) if type(g) is np.ndarray else np.zeros_like(g, shape=shape)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter
     else:
