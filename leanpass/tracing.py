@@ -114,7 +114,11 @@ class TracedArray:
     def __repr__(self) -> str:
         return f"<traced {self.dtype} array of shape {self.shape}>"
 
-    __str__ = __repr__
+    def __str__(self) -> str:  # (the tracing call's value, as in an error message the function raises)
+        return str(self._v)
+
+    def __format__(self, spec: str) -> str:
+        return format(self._v, spec)
 
     # NumPy's protocols
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -628,6 +632,15 @@ def _has_mask(index: Any) -> bool:
     return False
 
 
+def _writable(a: np.ndarray) -> np.ndarray:
+    """A donated array made writable in place when it owns its memory, else a copy of it."""
+    try:
+        a.flags.writeable = True
+        return a
+    except ValueError:
+        return a.copy()
+
+
 def _same(a: Any, b: Any) -> bool:
     return a == b or (a != a and b != b)  # (nan matches nan)
 
@@ -761,54 +774,49 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
             live_vars.add(r)
             live_storage.add(storage[r])
     kept.reverse()
-    # 2. an elementwise result written into an input that dies at this call (an intermediate that
-    #    owns its memory, has the result's shape and dtype, and is not read, nor viewed, afterwards).
+    # 2. an elementwise result written into an input that dies at this call: an intermediate (or a
+    #    donated argument, once every guard has held) that is a whole buffer of the result's shape
+    #    and dtype, and that nothing (no view of it either) reads afterwards.
     last_read: dict[int, int] = {}  # storage -> index of the last instruction reading it
     for i, ins in enumerate(kept):
         for r in ins.reads:
             last_read[storage[r]] = i
     for v in out_vars:
         last_read[storage[v]] = len(kept)
-    views: dict[int, int] = {}
+    members: dict[int, list[int]] = {}
     for v in range(n):
-        views[storage[v]] = views.get(storage[v], 0) + (storage[v] != v)
+        members.setdefault(storage[v], []).append(v)
+    owner = {v: v for v in range(n) if storage[v] == v}  # storage -> the var that is all of it
+    donated = {storage[v] for k, v in enumerate(input_vars) if v is not None and k in donate}
     last_guard = max((i for i, ins in enumerate(kept) if ins.kind == "guard" or ins.check), default=-1)
+    writable_inputs = []
     for i, ins in enumerate(kept):
         u = ins.ufunc
         if u is None or ins.kwargs or type(ins.outs) is not int or u in _NOT_IN_PLACE or u.nout != 1:
             continue
-        res = tr.values[ins.outs]
-        if type(res) is not np.ndarray or not res.flags.c_contiguous:
+        w = ins.outs
+        res = tr.values[w]
+        if type(res) is not np.ndarray or not res.flags.c_contiguous or storage[w] != w:
             continue
         for r in ins.reads:
-            s = storage[r]
+            sr = storage[r]
             v = tr.values[r]
-            if (s != r or s in input_storage or views.get(s, 0) or last_read.get(s) != i or type(v) is not np.ndarray
-                    or v.shape != res.shape or v.dtype != res.dtype or not v.flags.c_contiguous or not v.flags.writeable):
+            if owner.get(sr) != r or last_read.get(sr) != i or type(v) is not np.ndarray:
+                continue
+            if v.shape != res.shape or v.dtype != res.dtype or not v.flags.c_contiguous:
+                continue
+            if sr in input_storage:
+                if sr not in donated or i <= last_guard:
+                    continue
+                writable_inputs.append(sr)
+            elif not v.flags.writeable:
                 continue
             ins.kwargs = {"out": f"v{r}"}
-            storage[ins.outs] = s  # the result now lives in that memory
-            break
-    # 3. donated inputs: their new values are computed into them, after every guard has held.
-    for k, vid in enumerate(input_vars):
-        if vid is None or k not in donate:
-            continue
-        v = tr.values[vid]
-        if type(v) is not np.ndarray or not v.flags.c_contiguous:
-            continue
-        for j, ov in enumerate(out_vars):
-            res = tr.values[ov]
-            if type(res) is not np.ndarray or res.shape != v.shape or res.dtype != v.dtype:
-                continue
-            producer = next((i for i, ins in enumerate(kept) if ins.outs == ov), None)
-            if producer is None or producer <= last_guard:
-                continue
-            ins = kept[producer]
-            if ins.ufunc is None or ins.kwargs or last_read.get(storage[vid], -1) > producer:
-                continue
-            if storage[vid] in {storage[o] for o in out_vars if o != ov}:
-                continue
-            ins.kwargs = {"out": f"v{vid}"}
+            for x in members.pop(w, [w]):  # the result (and any view of it) now lives in r's memory
+                storage[x] = sr
+                members[sr].append(x)
+            last_read[sr] = last_read.get(w, i)
+            owner[sr] = w
             break
     # 4. Python floats beside a float array: a 0-d array of its dtype, made once.
     for ins in kept:
@@ -840,6 +848,8 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
         if ins.kind != "guard" and ins.check:
             lines.append(f"    if {ins.check}: raise _GF")
     params = ", ".join(f"v{v}" if v is not None else f"_{k}" for k, v in enumerate(input_vars))
+    for r in dict.fromkeys(writable_inputs):  # a donated array is written into: unlock it, or copy it
+        lines.insert(0, f"    if not v{r}.flags.writeable: v{r} = _writable(v{r})")
     ret = ", ".join(s if s is not None else "None" for s in out_srcs)
     source = f"def _replay({params}):\n" + "\n".join(lines) + f"\n    return ({ret}{',' if len(out_srcs) == 1 else ''})\n"
     return source, kept
@@ -1064,6 +1074,7 @@ class Jitted:
         namespace["_GF"] = _GuardFailed
         namespace["_same"] = _same
         namespace["_same_array"] = _same_array
+        namespace["_writable"] = _writable
         exec(compile(source, f"<{self.where}>", "exec"), namespace)  # noqa: S102 - our own program
         prog = _Program()
         prog.run = namespace["_replay"]

@@ -27,6 +27,6 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
     """
     from .shapes import unindex as op
 
-    if isinstance(g, (np.ndarray, np.generic)) or apply is None:
+    if isinstance(g, RAW) or isinstance(g, np.generic) or apply is None:
         return op(g, index, shape)[0]
     return apply(op, "unindex", g, index, shape)
