@@ -157,7 +157,10 @@ def chain_figures(repeats: int, gauge: Gauge) -> dict[str, float]:
 
 def memory_child(side: str, steps: int) -> None:
     sizes, batch, dtype = [784, 256, 128, 10], 128, np.float32
-    step = numpy_setup(sizes, batch, dtype) if side == "numpy" else jit_setup(sizes, batch, dtype, donate=side == "jit_donate")[0]
+    if side == "numpy":
+        step = numpy_setup(sizes, batch, dtype)
+    else:
+        step = jit_setup(sizes, batch, dtype, donate=side == "jit_donate")[0]
     for _ in range(steps):
         step()
     print(json.dumps({"peak_rss_mb": _peak_rss() / 2**20}))
@@ -197,13 +200,15 @@ def main(argv: list[str] | None = None) -> None:
         fig["trace_ms"] = trace_ms(sizes, batch, dtype)
         figures[label] = fig
         ms, r = fig["ms"], fig["ratio"]
-        print(f"{'-'.join(map(str, sizes))} MLP, batch {batch}, {np.dtype(dtype).name}: numpy {ms['numpy'] * 1e3:.1f} us, "
+        print(f"{'-'.join(map(str, sizes))} MLP, batch {batch}, {np.dtype(dtype).name}: "
+              f"numpy {ms['numpy'] * 1e3:.1f} us, "
               f"eager {r['eager']:.3f}x, jit {r['jit']:.3f}x, jit with donation {r['jit_donate']:.3f}x "
               f"(target <= 1.00x); trace {fig['trace_ms']:.1f} ms (target < 50 ms); bits equal to eager")
     chain = chain_figures(reps, gauge)
     figures["chain"] = chain
-    print(f"900-op chain, forward + backward: numpy forward {chain['us']['numpy_forward']:.1f} us, eager "
-          f"{chain['eager_ratio']:.2f}x, jit {chain['jit_ratio']:.3f}x (target <= 1.2x); trace {chain['trace_ms']:.1f} ms")
+    print(f"900-op chain, forward + backward: numpy forward {chain['us']['numpy_forward']:.1f} us, "
+          f"eager {chain['eager_ratio']:.2f}x, jit {chain['jit_ratio']:.3f}x (target <= 1.2x); "
+          f"trace {chain['trace_ms']:.1f} ms")
     mem = {side: run_child(side, 100, args.blas_threads) for side in ("numpy", "jit", "jit_donate")}
     figures["memory_mb"] = mem
     print(f"peak RSS, 100 steps of the large MLP: numpy {mem['numpy']:.1f} MB, jit {mem['jit']:.1f} MB "

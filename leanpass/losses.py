@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
-from .functional import _lift
 from . import ops
+from .functional import _lift
 from .tensor import ArrayLike, Tensor, apply
 
 __all__ = ["mse", "cross_entropy", "binary_cross_entropy_with_logits"]

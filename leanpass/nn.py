@@ -31,8 +31,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import ops
-from .functional import _lift
 from .data import _generator as _check_rng
+from .functional import _lift
 from .tensor import ArrayLike, Tensor, _linear
 from .tree import _CACHE, register_pytree, tree_flatten, tree_map
 

@@ -46,7 +46,7 @@ _MAX_TRACES = 8  # per signature: beyond this, value-dependent control flow chan
 _MAX_PROGRAMS = 4  # programs kept per signature (one per outcome of its guards), newest first
 
 
-class _GuardFailed(Exception):
+class _GuardFailedError(Exception):
     """A guard of a replayed program did not hold: the function must be traced again."""
 
 
@@ -646,7 +646,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _same_array(a: Any, b: np.ndarray) -> bool:
-    return bool(np.shape(a) == b.shape and np.result_type(a) == b.dtype and np.array_equal(a, b, equal_nan=b.dtype.kind == "f"))
+    if np.shape(a) != b.shape or np.result_type(a) != b.dtype:
+        return False
+    return bool(np.array_equal(a, b, equal_nan=b.dtype.kind == "f"))
 
 
 # ----- arguments: flattening and signatures ----------------------------------------------------
@@ -737,13 +739,20 @@ class _Program:
 
     __slots__ = ("run", "build", "source", "n_calls", "rng_inputs", "guards", "save_rng")
 
-    def __init__(self) -> None:
-        self.run: Callable[..., Any] = None  # type: ignore[assignment]
+    def __init__(self, run: Callable[..., Any], build: Callable[[Any], Any], source: str, n_calls: int,
+                 rng_inputs: list[int], guards: bool) -> None:
+        self.run = run
+        self.build = build
+        self.source = source
+        self.n_calls = n_calls
+        self.rng_inputs = rng_inputs
+        self.guards = guards
+        self.save_rng = bool(rng_inputs) and guards  # draws made before a failing guard are undone
 
 
 def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: list[int | None]) -> tuple[str, list[Any]]:
     """Optimise the recorded program and write its source; ``out_leaves`` become return expressions."""
-    out_srcs = []
+    out_srcs: list[str | None] = []
     out_vars: list[int] = []
     for leaf in out_leaves:
         if type(leaf) is TracedArray:
@@ -766,7 +775,8 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
     for ins in reversed(instrs):
         outs = ins.outs
         ids = () if outs is None else (outs if type(outs) is tuple else (outs,))
-        needed = ins.effect or ins.kind == "guard" or any(i in live_vars for i in ids) or bool(ins.writes & live_storage)
+        needed = (ins.effect or ins.kind == "guard" or any(i in live_vars for i in ids)
+                  or bool(ins.writes & live_storage))
         if not needed:
             continue
         kept.append(ins)
@@ -851,7 +861,8 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
     for r in dict.fromkeys(writable_inputs):  # a donated array is written into: unlock it, or copy it
         lines.insert(0, f"    if not v{r}.flags.writeable: v{r} = _writable(v{r})")
     ret = ", ".join(s if s is not None else "None" for s in out_srcs)
-    source = f"def _replay({params}):\n" + "\n".join(lines) + f"\n    return ({ret}{',' if len(out_srcs) == 1 else ''})\n"
+    comma = "," if len(out_srcs) == 1 else ""
+    source = f"def _replay({params}):\n" + "\n".join(lines) + f"\n    return ({ret}{comma})\n"
     return source, kept
 
 
@@ -907,7 +918,7 @@ def _closure_generators(f: Any, depth: int = 0) -> list[str]:
     for name, v in candidates:
         if isinstance(v, np.random.Generator):
             found.append(name)
-        elif isinstance(v, types.FunctionType) and v is not f and getattr(v, "__module__", "") == getattr(f, "__module__", ""):
+        elif isinstance(v, types.FunctionType) and v is not f and v.__module__ == getattr(f, "__module__", None):
             found += _closure_generators(v, depth + 1)
     return found
 
@@ -927,11 +938,12 @@ class Jitted:
         self.trace_count = 0
         self._eager: set[Any] = set()
         self._fast: Any = None  # (checker, program) of the last signature replayed
-        functools.update_wrapper(self, f)  # type: ignore[arg-type]
+        functools.update_wrapper(self, f)
         names = _closure_generators(f)
         if names:
             raise TypeError(
-                f"{self.where}: the function uses a np.random.Generator from outside ({', '.join(sorted(set(names)))}). "
+                f"{self.where}: the function uses a np.random.Generator from outside "
+                f"({', '.join(sorted(set(names)))}). "
                 "Under jit its numbers would be drawn once, when the function is traced, and the same numbers "
                 "replayed at every call. Pass the generator as an argument instead: each call then draws new "
                 "numbers, the ones the function would draw without jit"
@@ -958,14 +970,16 @@ class Jitted:
                             raw[i].bit_generator.state = st
         if _depth.get():  # inside grad/vjp: the function's own ops must join that graph
             return self.f(*args, **kwargs)
-        statics = []
-        dynamic = []
+        statics: list[tuple[int, Any]] = []
+        dynamic: list[Any] = []
         for i, a in enumerate(args):
             if i in self.static_argnums or (i - len(args)) in self.static_argnums:
                 try:
                     hash(a)
                 except TypeError:
-                    raise TypeError(f"{self.where}: static argument {i} must be hashable, got {type(a).__name__}") from None
+                    raise TypeError(
+                        f"{self.where}: static argument {i} must be hashable, got {type(a).__name__}"
+                    ) from None
                 statics.append((i, a))
                 dynamic.append(None)
             else:
@@ -982,7 +996,7 @@ class Jitted:
                 states = [raw[i].bit_generator.state for i in prog.rng_inputs] if prog.save_rng else None
                 try:
                     outs = prog.run(*raw)
-                except _GuardFailed:
+                except _GuardFailedError:
                     if states:
                         for i, s in zip(prog.rng_inputs, states):
                             raw[i].bit_generator.state = s
@@ -1046,7 +1060,7 @@ class Jitted:
         new_args = list(dynamic_args)
         for i, a in statics:
             new_args[i] = a
-        donate = set()
+        donate: set[int] = set()
         if self.donate_argnums:
             counts = []
             for i, a in enumerate(args):
@@ -1071,20 +1085,14 @@ class Jitted:
             tr.active = False
         source, kept = _finish(tr, returned, donate, input_vars)
         namespace = dict(tr.names)
-        namespace["_GF"] = _GuardFailed
+        namespace["_GF"] = _GuardFailedError
         namespace["_same"] = _same
         namespace["_same_array"] = _same_array
         namespace["_writable"] = _writable
         exec(compile(source, f"<{self.where}>", "exec"), namespace)  # noqa: S102 - our own program
-        prog = _Program()
-        prog.run = namespace["_replay"]
-        prog.source = source
-        prog.n_calls = len(kept)
-        prog.guards = any(ins.kind == "guard" or ins.check for ins in kept)
-        prog.rng_inputs = rng_inputs
-        prog.save_rng = bool(rng_inputs) and prog.guards  # draws made before a failing guard are undone
         n_out, build_tree = _builder(out_spec)
-        prog.build = _output_builder(kinds, out_leaves, build_tree)
+        guards = any(ins.kind == "guard" or ins.check for ins in kept)
+        prog = _Program(namespace["_replay"], _output_builder(kinds, build_tree), source, len(kept), rng_inputs, guards)
         with self._lock:
             self.trace_count += 1
             entry = self._cache.setdefault(key, [[], 0])
@@ -1167,14 +1175,16 @@ def _checker(key: Any, nargs: int) -> Any:
             lines.append(f"    if type({t}) is not Tensor: return None")
             lines.append(f"    {d} = {t}._data")
             if len(k) == 4:
-                lines.append(f"    if type({d}) is not nd or {d}.shape != {k[1]!r} or {d}.dtype is not {name(k[2])}: return None")
+                lines.append(f"    if type({d}) is not nd or {d}.shape != {k[1]!r} or {d}.dtype is not {name(k[2])}:")
+                lines.append("        return None")
             else:
                 lines.append(f"    if type({d}) is not {name(k[1])}: return None")
             lines.append(f"    if ({t}._trace != 0) is not {k[-1]!r}: return None")
             leaves.append(d)
             return
         if type(k) is tuple and k[0] is np.ndarray:
-            lines.append(f"    if type({t}) is not nd or {t}.shape != {k[1]!r} or {t}.dtype is not {name(k[2])}: return None")
+            lines.append(f"    if type({t}) is not nd or {t}.shape != {k[1]!r} or {t}.dtype is not {name(k[2])}:")
+            lines.append("        return None")
         elif k in _NUMBERS:
             lines.append(f"    if type({t}) is not {k.__name__}: return None")
         elif k is np.random.Generator:
@@ -1218,7 +1228,7 @@ def _checker(key: Any, nargs: int) -> Any:
             for i, c in enumerate(kids):
                 node(c, f"{t}[{i}]")
         else:
-            raise _NoChecker
+            raise _NoCheckerError
 
     try:
         (arg_kind, _, arg_kids), kw_spec = spec[2]
@@ -1230,15 +1240,15 @@ def _checker(key: Any, nargs: int) -> Any:
             else:
                 node(c, f"args[{i}]")
         node(kw_spec, "kwargs")
-    except _NoChecker:
+    except _NoCheckerError:
         return None
     lines.append(f"    return [{', '.join(leaves)}]")
     exec(compile("\n".join(lines) + "\n", "<leanpass jit check>", "exec"), names)  # noqa: S102
     return names["check"]
 
 
-class _NoChecker(Exception):
-    pass
+class _NoCheckerError(Exception):
+    """The signature has a container the written-out check does not know."""
 
 
 def _rebuild(spec: Any, it: Any) -> Any:
@@ -1256,7 +1266,7 @@ def _rebuild(spec: Any, it: Any) -> Any:
     return entry[1](meta, children)
 
 
-def _output_builder(kinds: list[Any], out_leaves: list[Any], build_tree: Callable[[list[Any]], Any]) -> Callable[[Any], Any]:
+def _output_builder(kinds: list[Any], build_tree: Callable[[list[Any]], Any]) -> Callable[[Any], Any]:
     """``program outputs -> the function's output``: Tensors rebuilt around the replayed arrays."""
     lines = []
     names: dict[str, Any] = {"B": build_tree, "C": _const, "S": _next_seq}
@@ -1280,7 +1290,8 @@ def _output_builder(kinds: list[Any], out_leaves: list[Any], build_tree: Callabl
     body = "\n".join(lines) if lines else "    pass"
     src = f"def build(o):\n{body}\n    return B([{', '.join(f'L{i}' for i in range(len(kinds)))}])\n"
     exec(compile(src, "<leanpass jit output>", "exec"), names)  # noqa: S102
-    return names["build"]  # type: ignore[no-any-return]
+    build: Callable[[Any], Any] = names["build"]
+    return build
 
 
 def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int, ...] = (),
@@ -1323,5 +1334,5 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int,
 
 # Stand-ins are raw arrays to the layers above: Tensors take them as constants, and the rules'
 # raw-array paths take them like ndarrays.
-_tensor_module._PLAIN = (*_tensor_module._PLAIN, TracedArray)
+setattr(_tensor_module, "_PLAIN", (*_tensor_module._PLAIN, TracedArray))  # noqa: B010 - (a tuple of another type)
 _lift.RAW = (*_lift.RAW, TracedArray)

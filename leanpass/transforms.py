@@ -251,6 +251,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
         seeds = []
         for o, c in zip(out_leaves, ct_leaves):
             # A copy (a Tensor is immutable already): a gradient may be this very array.
+            c_arr: Any
             if type(c) is Tensor:
                 c_arr = c
             elif isinstance(c, _lift.RAW) and type(c) is not np.ndarray:  # a stand-in of jit

@@ -14,7 +14,7 @@ import numpy as np
 apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, set on import
 # The raw array types: ndarray, and the stand-ins that jit (and vmap) put inside Tensors, which add
 # themselves here when they load. Code that takes "an array, else convert" tests against this.
-RAW: tuple[type, ...] = (np.ndarray,)
+RAW: Any = (np.ndarray,)  # (Any: a narrowing tuple of types would hide the stand-ins from mypy)
 
 
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
