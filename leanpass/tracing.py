@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import re
 import threading
 import types
 import warnings
@@ -391,7 +392,7 @@ class _Trace:
                 self._foreign(x)
             reads.append(x._id)
             return x._v, f"v{x._id}"
-        if t is int or t is bool or x is None or t is str or x is Ellipsis:
+        if t is int or t is bool or x is None or x is Ellipsis:
             return x, repr(x)
         if t is float:
             return x, (repr(x) if math.isfinite(x) else self.name(x))
@@ -829,6 +830,7 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
             owner[sr] = w
             break
     # 4. Python floats beside a float array: a 0-d array of its dtype, made once.
+    zero_d: dict[tuple[str, Any], str] = {}
     for ins in kept:
         if ins.ufunc is None or len(ins.args) != 2:
             continue
@@ -845,28 +847,64 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
                 continue
             ov = tr.values[int(other[1:])]
             if type(ov) is np.ndarray and ov.dtype.kind == "f" and ov.ndim:
-                arr = np.array(c, ov.dtype)
-                arr.flags.writeable = False
-                name = f"k{len(tr.names)}"
-                tr.names[name] = arr
+                name = zero_d.get((src, ov.dtype))
+                if name is None:
+                    arr = np.array(c, ov.dtype)
+                    arr.flags.writeable = False
+                    name = zero_d[src, ov.dtype] = f"k{len(tr.names)}"
+                    tr.names[name] = arr
                 ins.args = list(ins.args)
                 ins.args[pos] = name
-    # 5. the source
-    lines = []
-    for ins in kept:
-        lines.append(_line(ins))
-        if ins.kind != "guard" and ins.check:
-            lines.append(f"    if {ins.check}: raise _GF")
-    params = ", ".join(f"v{v}" if v is not None else f"_{k}" for k, v in enumerate(input_vars))
-    for r in dict.fromkeys(writable_inputs):  # a donated array is written into: unlock it, or copy it
-        lines.insert(0, f"    if not v{r}.flags.writeable: v{r} = _writable(v{r})")
-    ret = ", ".join(s if s is not None else "None" for s in out_srcs)
+    # 5. the source. A variable's name is given to a new one as soon as it is dead, so that each
+    #    array is freed when its last reader is done (NumPy's allocator hands it back warm), and
+    #    the function has a few dozen locals rather than one per call.
+    last_use: dict[int, int] = {}
+    for i, ins in enumerate(kept):
+        for r in ins.reads:
+            last_use[r] = i
+    for v in out_vars:
+        last_use[v] = len(kept)
+    free: list[str] = []
+    names: dict[int, str] = {}
+    count = 0
+
+    def fresh() -> str:
+        nonlocal count
+        if free:
+            return free.pop()
+        count += 1
+        return f"r{count}"
+
+    param_names = []
+    for k, v in enumerate(input_vars):
+        if v is None:
+            param_names.append(f"_{k}")
+        else:
+            names[v] = fresh()
+            param_names.append(names[v])
+    lines = [f"    if not {names[r]}.flags.writeable: {names[r]} = _writable({names[r]})"
+             for r in dict.fromkeys(writable_inputs)]  # a donated array written into: unlock it, or copy it
+    for i, ins in enumerate(kept):
+        text = _line(ins) + (f"\n    if {ins.check}: raise _GF" if ins.kind != "guard" and ins.check else "")
+        local = {r: names[r] for r in ins.reads}
+        for r in set(ins.reads):
+            if last_use.get(r) == i and r not in out_vars:
+                free.append(names.pop(r))
+        outs = ins.outs
+        for o in () if outs is None else (outs if type(outs) is tuple else (outs,)):
+            local[o] = names[o] = fresh()
+        lines.append(_VAR.sub(lambda m: local[int(m.group(1))], text))
+        for o in () if outs is None else (outs if type(outs) is tuple else (outs,)):
+            if o not in last_use and o not in out_vars:  # never read: its name is free again
+                free.append(names.pop(o))
+    ret = ", ".join(names[int(s[1:])] if s is not None else "None" for s in out_srcs)
     comma = "," if len(out_srcs) == 1 else ""
-    source = f"def _replay({params}):\n" + "\n".join(lines) + f"\n    return ({ret}{comma})\n"
+    source = f"def _replay({', '.join(param_names)}):\n" + "\n".join(lines) + f"\n    return ({ret}{comma})\n"
     return source, kept
 
 
 _NOT_IN_PLACE = {np.sign}  # far slower writing into their own input (measured)
+_VAR = re.compile(r"\bv(\d+)\b")
 
 
 def _line(ins: _Instr) -> str:

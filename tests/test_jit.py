@@ -382,3 +382,14 @@ def test_each_op_replays_under_jit_of_grad(key):
     for scale in (1.0, 0.75):
         ys = [x * scale for x in xs]
         assert same(jitted(*ys), eager(*ys)), key
+
+
+def test_digits_example_with_and_without_jit_are_identical():
+    import io
+
+    from leanpass.examples import digits
+
+    a = digits.train(epochs=2, output=None, stream=io.StringIO(), jit=True)
+    b = digits.train(epochs=2, output=None, stream=io.StringIO(), jit=False)
+    assert a["history"] == b["history"]
+    assert same(a["model"], b["model"])
