@@ -80,9 +80,11 @@ def astype(x: Any, dtype: Any) -> tuple[Any, Any]:
     >>> astype(np.ones(2), np.float32)[0].dtype
     dtype('float32')
     """
-    x = x if hasattr(x, "astype") else np.asarray(x)  # (arrays, their stand-ins and NumPy scalars have it)
-    xdtype = x.dtype
-    return x.astype(dtype), lambda g: (g.astype(xdtype),)
+    if np.dtype(dtype).kind not in "biuf":
+        raise TypeError(f"astype: cannot cast to {np.dtype(dtype)}; LeanPass differentiates real numbers only")
+    a = x if hasattr(x, "astype") else np.asarray(x)  # (a Tensor, in a replayed pass, records its own astype)
+    xdtype = a.dtype
+    return a.astype(dtype), lambda g: (g.astype(xdtype),)
 
 
 def getitem(x: Any, index: Any) -> tuple[Any, Any]:
