@@ -326,7 +326,7 @@ for _name in _RNG_METHODS:
 class _Instr:
     """One recorded call: ``outs = callee(args)``, as source text, with what it reads and writes."""
 
-    __slots__ = ("kind", "callee", "args", "kwargs", "outs", "reads", "writes", "effect", "ufunc", "check")
+    __slots__ = ("kind", "callee", "args", "kwargs", "outs", "reads", "writes", "effect", "ufunc", "check", "err")
 
     def __init__(self, kind: str, callee: str, args: list[str], kwargs: dict[str, str], outs: Any,
                  reads: list[int], writes: set[int], effect: bool = False, ufunc: Any = None) -> None:
@@ -340,6 +340,7 @@ class _Instr:
         self.effect = effect  # kept even when nothing reads its result (draws, writes to inputs)
         self.ufunc = ufunc  # the ufunc of an elementwise call (for writing into a dying input)
         self.check = ""  # a guard's test, or a shape check after the call
+        self.err = _geterr()  # NumPy's floating-point error handling it ran under (np.errstate)
 
 
 # Functions whose result's shape depends on the values (checked after each replayed call).
@@ -365,6 +366,7 @@ class _Trace:
         self.const_ids: dict[int, str] = {}
         self.keep: list[Any] = []  # objects named by id in const_ids, kept alive
         self.guards = 0
+        self.err = _geterr()  # the handling around the call being traced
 
     # -- variables and constants --
     def new_var(self, value: Any, storage: int | None = None) -> TracedArray:
@@ -633,6 +635,14 @@ def _has_mask(index: Any) -> bool:
     return False
 
 
+def _rename(names: dict[int, str], m: re.Match[str]) -> str:
+    return names[int(m.group(1))]
+
+
+def _geterr() -> tuple[tuple[str, Any], ...]:
+    return tuple(np.geterr().items())
+
+
 def _writable(a: np.ndarray) -> np.ndarray:
     """A donated array made writable in place when it owns its memory, else a copy of it."""
     try:
@@ -876,12 +886,12 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
         return f"r{count}"
 
     param_names = []
-    for k, v in enumerate(input_vars):
-        if v is None:
+    for k, iv in enumerate(input_vars):
+        if iv is None:
             param_names.append(f"_{k}")
         else:
-            names[v] = fresh()
-            param_names.append(names[v])
+            names[iv] = fresh()
+            param_names.append(names[iv])
     lines = [f"    if not {names[r]}.flags.writeable: {names[r]} = _writable({names[r]})"
              for r in dict.fromkeys(writable_inputs)]  # a donated array written into: unlock it, or copy it
     for i, ins in enumerate(kept):
@@ -893,7 +903,11 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
         outs = ins.outs
         for o in () if outs is None else (outs if type(outs) is tuple else (outs,)):
             local[o] = names[o] = fresh()
-        lines.append(_VAR.sub(lambda m: local[int(m.group(1))], text))
+        text = _VAR.sub(functools.partial(_rename, local), text)
+        if ins.err != tr.err:  # it ran inside an np.errstate block: so does its replay
+            body = text.replace("\n", "\n    ").replace("    ", "        ", 1)
+            text = f"    with _errstate(**{tr.name(dict(ins.err))}):\n" + body
+        lines.append(text)
         for o in () if outs is None else (outs if type(outs) is tuple else (outs,)):
             if o not in last_use and o not in out_vars:  # never read: its name is free again
                 free.append(names.pop(o))
@@ -1127,6 +1141,7 @@ class Jitted:
         namespace["_same"] = _same
         namespace["_same_array"] = _same_array
         namespace["_writable"] = _writable
+        namespace["_errstate"] = np.errstate
         exec(compile(source, f"<{self.where}>", "exec"), namespace)  # noqa: S102 - our own program
         n_out, build_tree = _builder(out_spec)
         guards = any(ins.kind == "guard" or ins.check for ins in kept)
