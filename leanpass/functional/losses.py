@@ -46,7 +46,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         try:
             shifted = x - np.maximum.reduce(x, axis=-1, keepdims=True)
             e = np.exp(shifted)
-            s = np.add.reduce(e, axis=-1, keepdims=True)
+            s: Any = np.add.reduce(e, axis=-1, keepdims=True)
             lse = np.log(s)
             ans = _reduce(lse.reshape(n) - shifted[rows, labels], reduction, n, fast)
             check = ans if reduction != "none" else np.add.reduce(ans)
@@ -56,7 +56,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
     if not fast:
         shifted = _shifted(x, -1)[0]
         e = np.exp(shifted)
-        s: Any = e.sum(axis=-1, keepdims=True)
+        s = e.sum(axis=-1, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):  # a row of all -inf: nan, as log_softmax
             lse = np.log(s)
             ans = _reduce(lse.reshape(n) - shifted[rows, labels], reduction, n, fast)
