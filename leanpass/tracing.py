@@ -172,6 +172,17 @@ class TracedArray:
     def tolist(self) -> Any:
         return self._tr.guard(self, "tolist", ".tolist() of a traced value")
 
+    @property
+    def _lp_array(self) -> bool:
+        """Whether this stands for an ndarray (not a number or a NumPy scalar)."""
+        return type(self._v) is np.ndarray
+
+    def _lp_asarray(self) -> Any:
+        """``np.asarray(self)`` kept on the trace (``x.view()`` for an array, as ``grad`` takes it)."""
+        if type(self._v) is np.ndarray:
+            return self._tr.method(self, "view", (), {})
+        return self._tr.call(np.asarray, (self,), {})
+
     def _lp_float(self) -> Any:
         """``float(self)`` kept on the trace (used by ``optim`` for learning rates)."""
         return self._tr.call(float, (self,), {})
@@ -722,9 +733,11 @@ def _leaf_key(x: Any, where: str) -> Any:
     t = type(x)
     if t is Tensor:
         d = x._data
-        return (t, d.shape, d.dtype, x._trace != 0) if type(d) is np.ndarray else (t, type(d), x._trace != 0)
+        if type(d) is np.ndarray:
+            return (t, d.shape, d.dtype, _layout(d), x._trace != 0)
+        return (t, type(d), x._trace != 0)
     if t is np.ndarray:
-        return (t, x.shape, x.dtype)
+        return (t, x.shape, x.dtype, _layout(x))
     if t in _NUMBERS:
         return t
     if isinstance(x, np.generic):
@@ -733,15 +746,23 @@ def _leaf_key(x: Any, where: str) -> Any:
         return np.random.Generator
     if isinstance(x, np.ndarray):
         raise TypeError(f"{where}: ndarray subclasses ({t.__name__}) are not supported as jit arguments")
-    try:
-        hash(x)
-    except TypeError:
+    if not isinstance(x, _STATIC_LEAVES) and not callable(x):
         raise TypeError(
-            f"{where}: an argument leaf of type {t.__name__} is neither an array, a Tensor, a number nor "
-            "hashable; jit cannot tell whether a later call passes the same thing. Pass arrays, or mark the "
-            "argument static (static_argnums) with a hashable value"
-        ) from None
+            f"{where}: an argument holds a {t.__name__}, which is neither an array, a Tensor, a number nor a "
+            "pytree of them; jit could not see a change to what it holds. Pass arrays, register the class "
+            "with lp.register_pytree, or pass it as a static argument (static_argnums; then it must be "
+            "hashable, and a new value traces again)"
+        )
     return ("static", t, x)
+
+
+# Leaves that are part of a structure rather than data (an optimizer state's treedef, a dtype, ...).
+_STATIC_LEAVES = (str, bytes, type(None), type, np.dtype, _tree.TreeDef, slice, type(Ellipsis))
+
+
+def _layout(a: np.ndarray) -> Any:
+    """None for a C-contiguous array, else its strides: views and copies depend on the layout."""
+    return None if a.flags.c_contiguous else a.strides
 
 
 # ----- the compiled program --------------------------------------------------------------------
@@ -1227,9 +1248,10 @@ def _checker(key: Any, nargs: int) -> Any:
             d = tmp()
             lines.append(f"    if type({t}) is not Tensor: return None")
             lines.append(f"    {d} = {t}._data")
-            if len(k) == 4:
+            if len(k) == 5:
                 lines.append(f"    if type({d}) is not nd or {d}.shape != {k[1]!r} or {d}.dtype is not {name(k[2])}:")
                 lines.append("        return None")
+                lines.append(_layout_check(d, k[3]))
             else:
                 lines.append(f"    if type({d}) is not {name(k[1])}: return None")
             lines.append(f"    if ({t}._trace != 0) is not {k[-1]!r}: return None")
@@ -1238,6 +1260,7 @@ def _checker(key: Any, nargs: int) -> Any:
         if type(k) is tuple and k[0] is np.ndarray:
             lines.append(f"    if type({t}) is not nd or {t}.shape != {k[1]!r} or {t}.dtype is not {name(k[2])}:")
             lines.append("        return None")
+            lines.append(_layout_check(t, k[3]))
         elif k in _NUMBERS:
             lines.append(f"    if type({t}) is not {k.__name__}: return None")
         elif k is np.random.Generator:
@@ -1298,6 +1321,12 @@ def _checker(key: Any, nargs: int) -> Any:
     lines.append(f"    return [{', '.join(leaves)}]")
     exec(compile("\n".join(lines) + "\n", "<leanpass jit check>", "exec"), names)  # noqa: S102
     return names["check"]
+
+
+def _layout_check(x: str, layout: Any) -> str:
+    if layout is None:
+        return f"    if not {x}.flags.c_contiguous: return None"
+    return f"    if {x}.flags.c_contiguous or {x}.strides != {layout!r}: return None"
 
 
 class _NoCheckerError(Exception):

@@ -42,7 +42,7 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
             _check_float(data, where)
             return _node(data, x._trace | bit, "identity", (x,), _pass_through)
     else:
-        data = x.view() if isinstance(x, _lift.RAW) else np.asarray(x)
+        data = x.view() if isinstance(x, _lift.RAW) and _lift.is_array(x) else _lift.asarray(x)
     dtype = getattr(data, "dtype", None)
     if dtype is None or dtype.kind != "f":
         _check_float(data, where)  # raises
@@ -69,7 +69,7 @@ def _output(t: Any, ct: Any, like: Any, linked: bool) -> Any:
         arr = arr if arr.shape == data.shape else np.broadcast_to(arr, data.shape)
         if type(like) is Tensor:
             return _const(arr)
-        return arr[()] if arr.ndim == 0 and not isinstance(like, _lift.RAW) else arr
+        return arr[()] if arr.ndim == 0 and not _lift.is_array(like) else arr
     arr = ct if type(ct) is np.ndarray and ct.dtype is data.dtype else np.asarray(ct, dtype=data.dtype)
     if arr.shape != data.shape:
         arr = np.broadcast_to(arr, data.shape)
@@ -78,7 +78,7 @@ def _output(t: Any, ct: Any, like: Any, linked: bool) -> Any:
     if arr.flags.writeable:
         arr = arr.copy() if arr.base is not None else arr
         arr.flags.writeable = False
-    return arr[()] if arr.ndim == 0 and not isinstance(like, _lift.RAW) else arr
+    return arr[()] if arr.ndim == 0 and not _lift.is_array(like) else arr
 
 
 def _detach_tree(tree: Any) -> Any:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 from op_samples import SAMPLES, op_of
 
 import leanpass as lp
@@ -370,6 +371,35 @@ def test_every_op_under_jit_of_grad(key, seed):
         assert same(jitted(*ys), eager(*ys)), key
 
 
+BINARY = ["+", "-", "*", "/", "**", "maximum", "minimum", "logaddexp"]
+UNARY = ["exp", "sin", "cos", "tanh", "sigmoid", "softplus", "square", "neg", "relu", "gelu", "abs", "log", "sqrt",
+         "identity", "sum", "mean", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std"]
+POSITIVE = {"log", "sqrt", "/", "**"}  # (the first input of ** and the second of /)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_ops_under_jit_of_grad_over_shapes(data):
+    """Elementwise ops over broadcast shapes (0-d included), reductions and softmaxes over any shape."""
+    name = data.draw(st.sampled_from(BINARY + UNARY))
+    if name in BINARY:
+        shapes = list(data.draw(mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3)).input_shapes)
+    else:
+        min_dims = 1 if name in ("softmax", "log_softmax") else 0
+        shapes = [data.draw(array_shapes(min_dims=min_dims, max_dims=3, min_side=1, max_side=3))]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    args = []
+    for i, shape in enumerate(shapes):
+        positive = name in POSITIVE and (i == 0) == (name != "/")
+        args.append(np.asarray(rng.uniform(0.5, 2.0, shape) if positive else rng.standard_normal(shape)))
+    f, xs = _op_loss(name, args)
+    argnums = tuple(range(len(xs)))
+    jitted = lp.jit(lp.grad(f, argnums=argnums))
+    for scale in (1.0, 1.25):
+        ys = [x * scale for x in xs]
+        assert same(jitted(*ys), lp.grad(f, argnums=argnums)(*ys)), (name, shapes)
+
+
 @pytest.mark.parametrize("key", sorted(SAMPLES))
 def test_each_op_replays_under_jit_of_grad(key):
     args = SAMPLES[key](np.random.default_rng(0))
@@ -393,3 +423,25 @@ def test_digits_example_with_and_without_jit_are_identical():
     b = digits.train(epochs=2, output=None, stream=io.StringIO(), jit=False)
     assert a["history"] == b["history"]
     assert same(a["model"], b["model"])
+
+
+def test_the_layout_of_array_arguments_is_part_of_the_signature():
+    def f(x):
+        flat = x.reshape(-1)  # a view of a contiguous x, a copy of a transposed one
+        return np.exp(flat) + x.sum()
+
+    jitted = lp.jit(f)
+    a = np.arange(6.0).reshape(2, 3) / 10
+    for x in (a, a.T.copy().T, a + 1, (a + 1).T.copy().T):
+        assert same(jitted(x), f(x))
+        assert same(x, x)  # (inputs are never written)
+    assert jitted.trace_count == 2
+
+
+def test_arguments_holding_other_objects_are_refused():
+    class Box:
+        def __init__(self, w):
+            self.w = w
+
+    with pytest.raises(TypeError, match="holds a Box.*register_pytree.*static_argnums"):
+        lp.jit(lambda b: b.w * 2)(Box(np.ones(2)))

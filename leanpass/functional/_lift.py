@@ -17,6 +17,25 @@ apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, s
 RAW: Any = (np.ndarray,)  # (Any: a narrowing tuple of types would hide the stand-ins from mypy)
 
 
+def is_array(x: Any) -> bool:
+    """True for an ndarray, or a stand-in (of jit) for one; False for numbers and NumPy scalars.
+
+    >>> is_array(np.zeros(1)), is_array(np.float64(1.0))
+    (True, False)
+    """
+    return isinstance(x, np.ndarray) or getattr(x, "_lp_array", False)
+
+
+def asarray(x: Any) -> Any:
+    """``np.asarray(x)`` of a number or a NumPy scalar, kept traced for a stand-in of jit.
+
+    >>> asarray(2.0)
+    array(2.)
+    """
+    convert = getattr(type(x), "_lp_asarray", None)
+    return np.asarray(x) if convert is None else convert(x)
+
+
 def constant(x: Any) -> Any:
     """The values of ``x`` as a constant: a Tensor's own array (no graph), anything else as it is.
 
