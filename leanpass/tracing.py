@@ -1041,8 +1041,8 @@ class Jitted:
                     if states:
                         for i, st in zip(prog.rng_inputs, states):
                             raw[i].bit_generator.state = st
-        if _depth.get():  # inside grad/vjp: the function's own ops must join that graph
-            return self.f(*args, **kwargs)
+        if _depth.get() or getattr(_local, "trace", None) is not None:
+            return self.f(*args, **kwargs)  # inside grad/vjp (its ops join that graph) or another jit's trace
         statics: list[tuple[int, Any]] = []
         dynamic: list[Any] = []
         for i, a in enumerate(args):

@@ -445,3 +445,13 @@ def test_arguments_holding_other_objects_are_refused():
 
     with pytest.raises(TypeError, match="holds a Box.*register_pytree.*static_argnums"):
         lp.jit(lambda b: b.w * 2)(Box(np.ones(2)))
+
+
+def test_a_jitted_function_inside_another_is_traced_into_it():
+    inner = lp.jit(lambda x: lp.grad(lambda y: (y * y * x).sum())(x))
+    outer = lp.jit(lambda x: inner(x) * 2.0 + inner(x + 1.0))
+    x = np.array([0.5, -1.5])
+    for v in (x, x * 3):
+        assert same(outer(v), lp.grad(lambda y: (y * y * v).sum())(v) * 2.0
+                    + lp.grad(lambda y: (y * y * (v + 1.0)).sum())(v + 1.0))
+    assert inner.trace_count == 0 and outer.trace_count == 1
