@@ -1001,6 +1001,7 @@ class Jitted:
 
     def __init__(self, f: Callable[..., Any], static_argnums: tuple[int, ...], donate_argnums: tuple[int, ...],
                  strict: bool) -> None:
+        functools.update_wrapper(self, f, updated=())  # (name, doc; none of f's own attributes)
         self.f = f
         self.static_argnums = static_argnums
         self.donate_argnums = donate_argnums
@@ -1011,7 +1012,6 @@ class Jitted:
         self.trace_count = 0
         self._eager: set[Any] = set()
         self._fast: Any = None  # (checker, program) of the last signature replayed
-        functools.update_wrapper(self, f)
         names = _closure_generators(f)
         if names:
             raise TypeError(

@@ -455,3 +455,41 @@ def test_a_jitted_function_inside_another_is_traced_into_it():
         assert same(outer(v), lp.grad(lambda y: (y * y * v).sum())(v) * 2.0
                     + lp.grad(lambda y: (y * y * (v + 1.0)).sum())(v + 1.0))
     assert inner.trace_count == 0 and outer.trace_count == 1
+
+
+# ----- the traceable schedules, clipping and bias correction compute what they computed before ----
+def test_schedules_give_the_values_of_their_math_formulas():
+    import math
+
+    for init, steps, alpha in ((1e-2, 50, 0.1), (3e-3, 7, 0.0)):
+        s = optim.cosine_decay(init, steps, alpha)
+        for step in range(steps + 5):
+            frac = min(step, steps) / steps
+            assert s(step) == init * ((1 - alpha) * 0.5 * (1 + math.cos(math.pi * frac)) + alpha)
+            assert type(s(step)) is float
+    w = optim.warmup_cosine(1.0, 10, 100)
+    assert [w(k) for k in (0, 5, 10)] == [0.0, 0.5, 1.0]
+
+
+def test_adam_and_clipping_equal_their_reference_formulas():
+    import math
+
+    rng = np.random.default_rng(0)
+    grads = [rng.standard_normal((3, 2)).astype(np.float32), rng.standard_normal(2).astype(np.float32)]
+    opt = optim.adam(0.1)
+    state = opt.init(grads)
+    m = [np.zeros_like(g) for g in grads]
+    v = [np.zeros_like(g) for g in grads]
+    for t in range(1, 6):
+        updates, state = opt.update(grads, state)
+        m = [0.9 * a + (1 - 0.9) * g for a, g in zip(m, grads)]
+        v = [0.999 * a + (1 - 0.999) * (g * g) for a, g in zip(v, grads)]
+        step_size = 0.1 / (1.0 - 0.9**t)
+        root = math.sqrt(1.0 - 0.999**t)
+        ref = [a * -step_size / (np.sqrt(b) / root + 1e-8) for a, b in zip(m, v)]
+        assert all(np.array_equal(u, r) for u, r in zip(updates, ref))
+    clip = optim.clip_by_global_norm(1.0)
+    norm = math.sqrt(sum(float(np.vdot(a, a)) for a in grads))
+    clipped, _ = clip.update(grads, ())
+    assert all(np.array_equal(c, a * a.dtype.type(1.0 / norm)) for c, a in zip(clipped, grads))
+    assert optim.global_norm(grads) == norm
