@@ -337,7 +337,8 @@ for _name in _RNG_METHODS:
 class _Instr:
     """One recorded call: ``outs = callee(args)``, as source text, with what it reads and writes."""
 
-    __slots__ = ("kind", "callee", "args", "kwargs", "outs", "reads", "writes", "effect", "ufunc", "check", "err")
+    __slots__ = ("kind", "callee", "args", "kwargs", "outs", "reads", "writes", "effect", "ufunc", "check", "err",
+                 "nin")
 
     def __init__(self, kind: str, callee: str, args: list[str], kwargs: dict[str, str], outs: Any,
                  reads: list[int], writes: set[int], effect: bool = False, ufunc: Any = None) -> None:
@@ -352,11 +353,16 @@ class _Instr:
         self.ufunc = ufunc  # the ufunc of an elementwise call (for writing into a dying input)
         self.check = ""  # a guard's test, or a shape check after the call
         self.err = _geterr()  # NumPy's floating-point error handling it ran under (np.errstate)
+        self.nin = 0  # for a ufunc's own call: its number of inputs
 
 
 # Functions whose result's shape depends on the values (checked after each replayed call).
 _VALUE_SHAPED = {np.nonzero, np.flatnonzero, np.argwhere, np.unique, np.extract, np.compress,
                  np.trim_zeros, np.repeat, np.setdiff1d, np.intersect1d, np.union1d}
+# ufuncs whose out= may be given positionally (np.maximum and np.minimum deprecate it)
+_POSITIONAL_OUT = {np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.exp, np.log, np.sqrt,
+                   np.square, np.sign, np.absolute, np.tanh, np.sin, np.cos, np.power, np.logaddexp, np.reciprocal}
+_REDUCE_METHODS = {"sum": np.add.reduce, "max": np.maximum.reduce, "min": np.minimum.reduce}
 _MUTATING_METHODS = {"fill", "sort", "partition", "put", "itemset", "resize", "setfield", "setflags"}
 _WRITES_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis}
 
@@ -377,6 +383,7 @@ class _Trace:
         self.const_ids: dict[int, str] = {}
         self.keep: list[Any] = []  # objects named by id in const_ids, kept alive
         self.guards = 0
+        self.seen: dict[tuple[int, str], tuple[int, Any]] = {}  # (var, kind) -> (where, value) of a guard
         self.err = _geterr()  # the handling around the call being traced
 
     # -- variables and constants --
@@ -495,6 +502,8 @@ class _Trace:
         outs, wrapped = self._outputs(result, reads, writes, out_kw)
         instr = _Instr(form, callee, a_src, {k: p[1] for k, p in kw_pairs.items()}, outs, reads, writes, effect,
                        ufunc if out_kw is None and not kwargs else None)
+        if fn in _POSITIONAL_OUT:
+            instr.nin = fn.nin
         if outs is not None and (fn in _VALUE_SHAPED or (form == "getitem" and _has_mask(args[1]))):
             instr.check = self._shape_check(outs)
         self.instrs.append(instr)
@@ -502,6 +511,11 @@ class _Trace:
 
     def method(self, obj: TracedArray, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         obj._tr.check_live(obj) if obj._tr is self else self._foreign(obj)
+        reduce = _REDUCE_METHODS.get(name)
+        if reduce is not None and type(obj._v) is np.ndarray and len(args) <= 1 and set(kwargs) <= {"axis", "keepdims"}:
+            # ndarray.sum(...) is np.add.reduce(...) behind a Python wrapper: the same call, without it
+            axis = args[0] if args else kwargs.get("axis")
+            return self.call(reduce, (obj,), {"axis": axis, "keepdims": bool(kwargs.get("keepdims", False))})
         reads = [obj._id]
         arg_pairs = [self.src(a, reads) for a in args]
         kw_pairs = {k: self.src(v, reads) for k, v in kwargs.items()}
@@ -599,6 +613,11 @@ class _Trace:
         """The Python value of ``x`` for ``kind`` (bool, float, ...), recorded as a guard."""
         x._tr.check_live(x) if x._tr is self else self._foreign(x)
         v = x._v
+        seen = self.seen.get((x._id, kind))
+        if seen is not None:  # the same test of the same value (nothing wrote into it since): no new guard
+            at, value = seen
+            if not any(self.storage[x._id] in ins.writes for ins in self.instrs[at:]):
+                return value
         if self.strict:
             raise ConcretizationError(
                 f"{self.where}(strict=True): {what} (shape {np.shape(v)}, dtype {np.result_type(v)}). Its "
@@ -627,6 +646,7 @@ class _Trace:
             check = f"not _same_array(v{x._id}, {self.name(value)})"
         instr = _Instr("guard", "", [], {}, None, [x._id], set(), True)
         instr.check = check
+        self.seen[x._id, kind] = (len(self.instrs), value)
         self.instrs.append(instr)
         self.guards += 1
         return value
@@ -719,9 +739,10 @@ def _builder(spec: Any) -> tuple[int, Callable[[list[Any]], Any]]:
             return f"({parts},)" if len(kids) == 1 else f"({parts})"
         k = len(names)
         entry = _tree._REGISTRY.get(kind)
-        if entry is None:  # a NamedTuple
+        if entry is None:  # a NamedTuple, made in C (its own __new__ is Python)
             names[f"u{k}"] = kind
-            return f"u{k}({parts})"
+            names["_tn"] = tuple.__new__
+            return f"_tn(u{k}, ({parts}{',' if len(kids) == 1 else ''}))"
         names[f"u{k}"], names[f"m{k}"] = entry[1], meta
         return f"u{k}(m{k}, [{parts}])"
 
@@ -953,7 +974,12 @@ def _line(ins: _Instr) -> str:
         return f"    {target}{ins.callee}[{ins.args[0]}]"
     if ins.kind == "setitem":
         return f"    {ins.callee}[{ins.args[0]}] = {ins.args[1]}"
-    args = list(ins.args) + [f"{k}={v}" for k, v in ins.kwargs.items()]
+    kwargs = ins.kwargs
+    out = kwargs.get("out")
+    if out is not None and len(kwargs) == 1 and ins.nin and len(ins.args) == ins.nin:
+        # a ufunc's out= given positionally: no keyword parsing at each call
+        return f"    {target}{ins.callee}({', '.join(ins.args)}, {out[1:-2] if out.endswith(',)') else out})"
+    args = list(ins.args) + [f"{k}={v}" for k, v in kwargs.items()]
     return f"    {target}{ins.callee}({', '.join(args)})"
 
 
