@@ -9,8 +9,8 @@ Figures:
      float64) of bench_mlp.py: forward, cross-entropy, backward, SGD. Hand-written NumPy (bench_mlp's
      ``numpy_step``), eager LeanPass and the jitted step (with ``donate_argnums`` for the model and
      the optimizer state, and without) are timed a call or two at a time, in a random order each
-     round, for hundreds of rounds, and compared by the ratio of their medians. Before timing, the jitted step's parameters and losses are checked bit
-     for bit against eager LeanPass's.
+     round, for hundreds of rounds, and compared by the ratio of their medians. Before timing, the
+     jitted step's parameters and losses are checked bit for bit against eager LeanPass's.
   2. the 900-op chain of bench_engine.py (``y = relu(y * 0.999 + 0.001)`` 300 times on size-4
      arrays), forward and backward under ``jit(grad(f))``, against NumPy's forward alone.
   3. trace time: the first call of a fresh jitted function (tracing, optimising, compiling).

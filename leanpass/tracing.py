@@ -615,9 +615,8 @@ class _Trace:
         v = x._v
         seen = self.seen.get((x._id, kind))
         if seen is not None:  # the same test of the same value (nothing wrote into it since): no new guard
-            at, value = seen
-            if not any(self.storage[x._id] in ins.writes for ins in self.instrs[at:]):
-                return value
+            if not any(self.storage[x._id] in ins.writes for ins in self.instrs[seen[0]:]):
+                return seen[1]
         if self.strict:
             raise ConcretizationError(
                 f"{self.where}(strict=True): {what} (shape {np.shape(v)}, dtype {np.result_type(v)}). Its "

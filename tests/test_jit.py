@@ -452,8 +452,9 @@ def test_a_jitted_function_inside_another_is_traced_into_it():
     outer = lp.jit(lambda x: inner(x) * 2.0 + inner(x + 1.0))
     x = np.array([0.5, -1.5])
     for v in (x, x * 3):
-        assert same(outer(v), lp.grad(lambda y: (y * y * v).sum())(v) * 2.0
-                    + lp.grad(lambda y: (y * y * (v + 1.0)).sum())(v + 1.0))
+        expected = (lp.grad(lambda y, v=v: (y * y * v).sum())(v) * 2.0
+                    + lp.grad(lambda y, v=v: (y * y * (v + 1.0)).sum())(v + 1.0))
+        assert same(outer(v), expected)
     assert inner.trace_count == 0 and outer.trace_count == 1
 
 
