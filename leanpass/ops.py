@@ -12,7 +12,7 @@ import numpy as np
 
 from . import functional as F
 from .functional import _lift
-from .tensor import ArrayLike, Tensor, _binary, _linear, _shape_arg, _unary, _value, apply
+from .tensor import ArrayLike, Tensor, _astype, _binary, _linear, _shape_arg, _unary, _value, apply
 
 
 def _tensor(x: ArrayLike) -> Any:
@@ -255,15 +255,6 @@ def clip(x: ArrayLike, lo: Any = None, hi: Any = None) -> Tensor:
     return _unary(F.clip, "clip", _tensor(x), _tensor(lo), _tensor(hi))
 
 
-def sign(x: ArrayLike) -> Tensor:
-    """-1, 0 or 1 by the sign of ``x``: piecewise constant, so the result records nothing.
-
-    >>> sign(Tensor([-2.0, 0.0, 3.0]))
-    Tensor([-1.,  0.,  1.])
-    """
-    return Tensor(np.sign(_value(x)))
-
-
 def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     """``x`` where ``cond`` is true, else ``y``; the gradient flows only to the chosen input.
 
@@ -425,12 +416,15 @@ def broadcast_to(x: ArrayLike, shape: Any) -> Tensor:
 
 
 def astype(x: ArrayLike, dtype: Any) -> Tensor:
-    """Cast to ``dtype``; the gradient is cast back.
+    """Cast to ``dtype``; the gradient is cast back. A cast to an integer or bool dtype is a
+    constant: rounding has no gradient.
 
     >>> astype(Tensor([1.0]), np.float32).dtype
     dtype('float32')
+    >>> astype(Tensor([1.7], requires_grad=True), int).requires_grad
+    False
     """
-    return _unary(F.astype, "astype", _tensor(x), np.dtype(dtype))
+    return _astype(_tensor(x), dtype)
 
 
 def concatenate(xs: Sequence[ArrayLike], axis: int | None = 0) -> Tensor:
@@ -510,10 +504,14 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
     return t[(slice(None),) * _axis(axis, t.ndim, "take") + (idx,)]
 
 
-def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
-    """Einstein summation with an explicit output, e.g. ``"bqd,bkd->bqk"`` for attention scores.
+def einsum(*args: Any) -> Tensor:
+    """Einstein summation, as ``np.einsum``: subscripts (``"bqd,bkd->bqk"``, ``...``, an implicit output,
+    a repeated letter for a diagonal or trace) or NumPy's sublist form (``einsum(x, [0, 1], [1, 0])``).
 
     >>> einsum("ij,j->i", Tensor([[1.0, 2.0]]), Tensor([3.0, 4.0]))
     Tensor([11.])
+    >>> einsum(Tensor([[1.0, 2.0], [3.0, 4.0]]), [0, 0])
+    Tensor(5.)
     """
+    subscripts, operands = F.einsum_subscripts(args)
     return apply(F.einsum, "einsum", subscripts, *(_tensor(x) for x in operands))

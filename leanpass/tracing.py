@@ -37,7 +37,7 @@ from . import tensor as _tensor_module
 from . import tree as _tree
 from .functional import _lift
 from .tensor import Tensor, _const, _next_seq
-from .transforms import _depth
+from .engine import _depth
 
 __all__ = ["jit", "TracedArray", "Jitted"]
 

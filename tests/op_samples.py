@@ -1,10 +1,15 @@
-"""Sample inputs for every op in ``functional.OPS``, for the tests that walk the table.
+"""Sample inputs for the ops of NumPy's math (``functional.ELEMENTWISE``), ``prod``, ``cumsum``,
+``cumprod`` and ``einsum``, for tests that walk ``functional.OPS``.
 
-``SAMPLES[key](rng)`` returns the op's arguments as ``functional.OPS[op]`` takes them, where
-``op`` is ``key`` up to a ``/`` (an op may have several samples: ``"getitem/mask"``). Each call
-with another generator gives new values of the same shapes (and the same non-array arguments),
-so a walk can stack several calls into a batch. Float arrays are the differentiable inputs;
-integer and boolean arrays (indices, labels, masks) are data.
+``SAMPLES[name](rng)`` returns the positional arguments of ``functional.OPS[name]``: float64 arrays
+(the differentiable inputs) inside each function's domain and away from its kinks and jumps, then
+any constant parameters. ``DOMAINS[name](rng, shape)`` gives one such input of any shape.
+
+>>> import numpy as np
+>>> from leanpass import functional as F
+>>> args = SAMPLES["arcsin"](np.random.default_rng(0))
+>>> bool(np.all(np.isfinite(F.OPS["arcsin"](*args)[0])))
+True
 """
 
 from __future__ import annotations
@@ -14,85 +19,78 @@ from typing import Any
 
 import numpy as np
 
-Builder = Callable[[np.random.Generator], tuple[Any, ...]]
+Sampler = Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]
 
 
-def _x(rng: np.random.Generator, *shape: int) -> np.ndarray:
+def _uniform(lo: float, hi: float) -> Sampler:
+    return lambda rng, shape: rng.uniform(lo, hi, shape)
+
+
+def _away_from_zero(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.uniform(0.3, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def _between_steps(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Away from the integers and the half-integers, where the rounding functions jump."""
+    return rng.integers(-3, 3, shape) + rng.uniform(0.1, 0.4, shape)
+
+
+def _normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return rng.standard_normal(shape)
 
 
-def _pos(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return rng.uniform(0.5, 2.0, shape)
-
-
-SAMPLES: dict[str, Builder] = {
-    "+": lambda r: (_x(r, 2, 3), _x(r, 3)),
-    "-": lambda r: (_x(r, 3), _x(r, 2, 3)),
-    "*": lambda r: (_x(r, 2, 3), _x(r, 2, 1)),
-    "/": lambda r: (_x(r, 2, 3), _pos(r, 3)),
-    "**": lambda r: (_pos(r, 2, 3), _x(r, 3)),
-    "**/number": lambda r: (_pos(r, 3), 3),
-    "@": lambda r: (_x(r, 2, 3), _x(r, 3, 4)),
-    "@/vector": lambda r: (_x(r, 3), _x(r, 3, 2)),
-    "@/dot": lambda r: (_x(r, 3), _x(r, 3)),
-    "@/stack": lambda r: (_x(r, 2, 2, 3), _x(r, 3, 2)),
-    "neg": lambda r: (_x(r, 3),),
-    "cross_entropy": lambda r: (_x(r, 4, 3), r.integers(0, 3, 4), "mean"),
-    "cross_entropy/none": lambda r: (_x(r, 2, 3), r.integers(0, 3, 2), "none"),
-    "abs": lambda r: (_x(r, 4),),
-    "astype": lambda r: (_x(r, 3), np.dtype(np.float32)),
-    "broadcast_to": lambda r: (_x(r, 3), (2, 3)),
-    "clip": lambda r: (_x(r, 5), -0.5, 0.5),
-    "concatenate": lambda r: (1, _x(r, 2, 3), _x(r, 2, 1)),
-    "cos": lambda r: (_x(r, 3),),
-    "einsum": lambda r: ("ij,jk->ik", _x(r, 2, 3), _x(r, 3, 2)),
-    "einsum/ellipsis": lambda r: ("...i,i", _x(r, 2, 3), _x(r, 3)),
-    "exp": lambda r: (_x(r, 3),),
-    "expand_dims": lambda r: (_x(r, 3), 0),
-    "gelu": lambda r: (_x(r, 3),),
-    "getitem": lambda r: (_x(r, 4, 3), (slice(1, 3), 0)),
-    "getitem/indices": lambda r: (_x(r, 4, 3), r.integers(0, 4, 5)),
-    "getitem/pairs": lambda r: (_x(r, 4, 3), (r.integers(0, 4, 2), r.integers(0, 3, 2))),
-    "getitem/mask": lambda r: (_x(r, 4, 3), (slice(None), np.array([True, False, True]))),
-    "identity": lambda r: (_x(r, 3),),
-    "leaky_relu": lambda r: (_x(r, 4), 0.1),
-    "linear": lambda r: (_x(r, 2, 3), _x(r, 3, 4), _x(r, 4)),
-    "linear/vector": lambda r: (_x(r, 3), _x(r, 3, 4), _x(r, 4)),
-    "log": lambda r: (_pos(r, 3),),
-    "log_softmax": lambda r: (_x(r, 2, 3), -1),
-    "logaddexp": lambda r: (_x(r, 3), _x(r, 2, 3)),
-    "logsumexp": lambda r: (_x(r, 2, 3), 1),
-    "logsumexp/all": lambda r: (_x(r, 2, 3),),
-    "max": lambda r: (_x(r, 2, 3), 0),
-    "max/all": lambda r: (_x(r, 2, 3),),
-    "maximum": lambda r: (_x(r, 3), _x(r, 3)),
-    "mean": lambda r: (_x(r, 2, 3), (0, 1), True),
-    "min": lambda r: (_x(r, 2, 3), -1, True),
-    "minimum": lambda r: (_x(r, 2, 3), _x(r, 3)),
-    "relu": lambda r: (_x(r, 4),),
-    "reshape": lambda r: (_x(r, 2, 3), (3, -1)),
-    "sigmoid": lambda r: (_x(r, 3),),
-    "sin": lambda r: (_x(r, 3),),
-    "softmax": lambda r: (_x(r, 2, 3), 0),
-    "softplus": lambda r: (_x(r, 3),),
-    "sqrt": lambda r: (_pos(r, 3),),
-    "square": lambda r: (_x(r, 3),),
-    "squeeze": lambda r: (_x(r, 1, 3, 1), None),
-    "stack": lambda r: (1, _x(r, 2, 3), _x(r, 2, 3)),
-    "std": lambda r: (_x(r, 2, 3), 1, 1),
-    "sum": lambda r: (_x(r, 2, 3), 1),
-    "sum/all": lambda r: (_x(r, 2, 3),),
-    "swapaxes": lambda r: (_x(r, 2, 3, 4), 0, 2),
-    "tanh": lambda r: (_x(r, 3),),
-    "transpose": lambda r: (_x(r, 2, 3, 4), (2, 0, 1)),
-    "transpose/reverse": lambda r: (_x(r, 2, 3),),
-    "unindex": lambda r: (_x(r, 5), r.integers(0, 4, 5), (4,)),
-    "unindex/basic": lambda r: (_x(r, 2), (slice(1, 3),), (4,)),
-    "var": lambda r: (_x(r, 2, 3), None),
-    "where": lambda r: (r.random((2, 3)) > 0.5, _x(r, 2, 3), _x(r, 3)),
+# Inputs for the one-input functions (the second input of the two-input ones is in _SECOND).
+DOMAINS: dict[str, Sampler] = {
+    **{name: _normal for name in (
+        "expm1", "exp2", "tan", "arctan", "sinh", "cosh", "arcsinh", "sinc", "deg2rad", "rad2deg", "erf", "erfc",
+        "nan_to_num", "arctan2", "hypot", "logaddexp2")},
+    "tan": _uniform(-1.2, 1.2),
+    "log1p": _uniform(-0.7, 3.0),
+    "log2": _uniform(0.2, 3.0),
+    "log10": _uniform(0.2, 3.0),
+    "arcsin": _uniform(-0.9, 0.9),
+    "arccos": _uniform(-0.9, 0.9),
+    "arctanh": _uniform(-0.9, 0.9),
+    "arccosh": _uniform(1.2, 3.0),
+    "cbrt": _away_from_zero,
+    "fabs": _away_from_zero,
+    "reciprocal": _away_from_zero,
+    "sign": _away_from_zero,
+    **{name: _between_steps for name in ("floor", "ceil", "trunc", "rint", "round")},
+    "fmax": _normal,
+    "fmin": _normal,
+    "remainder": _normal,
+    "fmod": _normal,
 }
 
 
-def op_of(key: str) -> str:
-    """The op a sample key belongs to (``"getitem/mask"`` -> ``"getitem"``; ``"/"`` is division)."""
-    return key if key == "/" else key.rsplit("/", 1)[0]
+def _second(name: str, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A second input for the two-input function ``name`` that keeps it smooth at ``x``."""
+    if name in ("fmax", "fmin"):  # no ties
+        return x + rng.choice([-1.0, 1.0], x.shape) * rng.uniform(0.2, 1.0, x.shape)
+    return rng.standard_normal(x.shape)
+
+
+def pair(name: str, rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs ``(x, y)`` of the two-input function ``name``, of ``shape``, away from its kinks and jumps."""
+    if name in ("remainder", "fmod"):
+        y = _away_from_zero(rng, shape)
+        x = y * (rng.integers(-3, 3, shape) + rng.uniform(0.1, 0.9, shape))
+        return x, y
+    x = DOMAINS[name](rng, shape)
+    return x, _second(name, x, rng)
+
+
+_SHAPE = (2, 3)
+SAMPLES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
+    **{name: (lambda n: lambda rng: (DOMAINS[n](rng, _SHAPE),))(name) for name in DOMAINS if name not in (
+        "arctan2", "hypot", "logaddexp2", "fmax", "fmin", "remainder", "fmod", "round", "nan_to_num")},
+    "round": lambda rng: (_between_steps(rng, _SHAPE), 0),
+    "nan_to_num": lambda rng: (rng.standard_normal(_SHAPE), True, 0.0, None, None),
+    **{name: (lambda n: lambda rng: pair(n, rng, _SHAPE))(name)
+       for name in ("arctan2", "hypot", "logaddexp2", "fmax", "fmin", "remainder", "fmod")},
+    "prod": lambda rng: (rng.uniform(0.5, 1.5, (2, 3)), 1, False),
+    "cumsum": lambda rng: (rng.standard_normal((2, 3)), 1),
+    "cumprod": lambda rng: (rng.uniform(0.5, 1.5, (2, 3)), 1),
+    "einsum": lambda rng: ("iij,jk->ik", rng.standard_normal((3, 3, 2)), rng.standard_normal((2, 4))),
+}

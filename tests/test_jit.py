@@ -6,16 +6,22 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import op_samples
 import pytest
+import samples_core
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
-from op_samples import SAMPLES, op_of
 
 import leanpass as lp
 from leanpass import functional as F
 from leanpass import losses, nn, optim
 from leanpass.tracing import ConcretizationError
+
+# Every op's sample inputs, from the tables beside the tests: ``SAMPLES[key](rng)`` gives the op's
+# arguments, where the op is ``key`` up to a ``/`` (``"getitem/mask"``).
+SAMPLES = {**samples_core.SAMPLES, **op_samples.SAMPLES}
+op_of = samples_core.op_of
 
 
 def same(a, b) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import elementwise as _elementwise
 from ._broadcast import unbroadcast as unbroadcast
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .losses import cross_entropy
@@ -38,6 +39,9 @@ from .shapes import (
     transpose,
     unindex,
     where,
+)
+from .shapes import (
+    einsum_subscripts as einsum_subscripts,
 )
 from .unary import (
     abs,
@@ -78,7 +82,17 @@ OPS: dict[str, Callable[..., Any]] = {
     },
 }
 
+# NumPy's elementwise functions, made from the table ``elementwise.ELEMENTWISE`` (log1p, arctan2, ...).
+from .elementwise import *  # noqa: E402, F403 - log1p, arctan2, erf, ... (their names are in elementwise.__all__)
+
+OPS.update(_elementwise.OPS)
+from .scans import cumprod, cumsum, prod  # noqa: E402
+
+OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
+
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
+TAKES_NEED = TAKES_NEED | _elementwise.BINARY
 
-__all__ = sorted(["OPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])
+__all__ = sorted(["OPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast",
+                  *(f.__name__ for f in OPS.values())])
