@@ -35,9 +35,9 @@ import numpy as np
 
 from . import tensor as _tensor_module
 from . import tree as _tree
+from .engine import _depth
 from .functional import _lift
 from .tensor import Tensor, _const, _next_seq
-from .engine import _depth
 
 __all__ = ["jit", "TracedArray", "Jitted"]
 
