@@ -425,8 +425,8 @@ def test_digits_example_with_and_without_jit_are_identical():
 
     from leanpass.examples import digits
 
-    a = digits.train(epochs=2, output=None, stream=io.StringIO(), jit=True)
-    b = digits.train(epochs=2, output=None, stream=io.StringIO(), jit=False)
+    a = digits.train(epochs=1, hidden=(32,), output=None, stream=io.StringIO(), jit=True)
+    b = digits.train(epochs=1, hidden=(32,), output=None, stream=io.StringIO(), jit=False)
     assert a["history"] == b["history"]
     assert same(a["model"], b["model"])
 
