@@ -575,9 +575,10 @@ class _Trace:
             return None, None
         if t is np.ndarray or isinstance(result, _SCALARS):
             return self._one(result, reads, out_kw, fresh)
-        if t is tuple or t is list:
+        if t is tuple or t is list or (isinstance(result, tuple) and hasattr(result, "_fields")):
             pairs = [self._one(r, reads, None, fresh) for r in result]
-            return tuple(p[0] for p in pairs), t(p[1] for p in pairs)
+            wrapped = [p[1] for p in pairs]  # (a NamedTuple, such as eigh's EighResult, keeps its type)
+            return tuple(p[0] for p in pairs), (t(wrapped) if t is tuple or t is list else t(*wrapped))
         if isinstance(result, np.ndarray):  # a subclass (e.g. np.matrix)
             raise TypeError(f"{self.where}: ndarray subclasses ({t.__name__}) are not supported inside jit")
         raise TypeError(f"{self.where}: a traced NumPy call returned {t.__name__}, which jit cannot replay")
