@@ -323,8 +323,8 @@ def minimum(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 def _select_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
     """Rule of maximum and minimum: weight 1 for the chosen input, 1/2 each on a tie."""
-    wx = np.asarray(x == ans, dtype=g.dtype)
-    wy = np.asarray(y == ans, dtype=g.dtype)
+    wx = (x == ans).astype(g.dtype)  # (ans is a NumPy value, so the comparison is one too)
+    wy = (y == ans).astype(g.dtype)
     total = wx + wy
     return (
         unbroadcast(g * (wx / total), x) if need[0] else None,
