@@ -75,6 +75,8 @@ class Batched(NDArrayOperatorsMixin):
 
     __slots__ = ("value", "level")
     _lp_batched = True
+    _lp_array = True  # (an array to LeanPass's code: functional._lift.is_array)
+    _lp_traced = True  # (a Tensor holding one shows no values: repr(Tensor) says what it holds)
 
     def __init__(self, value: Any, level: Level) -> None:
         self.value = value
@@ -915,8 +917,9 @@ def _install() -> None:
     from .functional import _lift
 
     engine._batching = settle
-    tensor._batched_type = Batched
+    tensor._PLAIN = (*tensor._PLAIN, Batched)  # type: ignore[assignment]  # (an operand like an array)
     _lift.spread_target = _spread_target
+    _lift.RAW = (*_lift.RAW, Batched)  # (code that takes "an array, else convert" keeps it as it is)
 
 
 _install()

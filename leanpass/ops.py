@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
-from .tensor import ArrayLike, Tensor, _array, _astype, _binary, _linear, _shape_arg, _unary, _value, apply
+from .functional import _lift
+from .tensor import ArrayLike, Tensor, _astype, _binary, _linear, _shape_arg, _unary, _value, apply
 
 
 def _tensor(x: ArrayLike) -> Any:
@@ -261,7 +262,8 @@ def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     >>> where(x > 0, sqrt(x), 0.0)
     Tensor([0., 2.])
     """
-    c = _array(_value(cond))
+    c = _value(cond)
+    c = c if isinstance(c, _lift.RAW) else np.asarray(c)
     return apply(F.where, "where", c if c.dtype == bool else c.astype(bool), _tensor(x), _tensor(y))
 
 
@@ -495,7 +497,8 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
             [3., 4.]])
     """
     t = x if type(x) is Tensor else Tensor(_tensor(x))
-    idx = _array(_value(indices))
+    idx = _value(indices)
+    idx = idx if isinstance(idx, _lift.RAW) else np.asarray(idx)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"take: indices must be integers, got dtype {idx.dtype}; use x[mask] for a boolean mask")
     if axis is None:

@@ -328,8 +328,8 @@ class Tensor:
             yield self[i]
 
     def __repr__(self) -> str:
-        if type(self._data) is _batched_type:
-            return f"Tensor({self._data!r}, op={self._op!r})"
+        if getattr(self._data, "_lp_traced", False):  # inside lp.jit: no values to show (nor to read)
+            return f"Tensor({self._data!r})"
         body = np.array2string(np.asarray(self._data), separator=", ", prefix="Tensor(")
         extra = "" if self.dtype == np.float64 else f", dtype={self.dtype}"
         if self._trace:
@@ -654,18 +654,10 @@ def _plain(v: Any, name: str) -> Any:
                 "only. Split it into real and imaginary parts (two real Tensors) instead."
             )
         return v
-    if type(v) is _batched_type:  # vmap's stand-in for the arrays of every example
-        return v
     raise TypeError(
         f"unsupported operand for {name!r}: {type(v).__name__}. LeanPass operations take "
         "Tensors, NumPy arrays and Python numbers; wrap other data with Tensor(...)."
     )
-
-
-def _array(x: Any) -> Any:
-    """A non-Tensor value as an array: itself when it is one already (or vmap's stand-in for the
-    arrays of every example, which must not be converted), else ``np.asarray(x)``."""
-    return x if isinstance(x, np.ndarray) or type(x) is _batched_type else np.asarray(x)
 
 
 _REAL = np.dtype(np.float64)
@@ -842,7 +834,6 @@ class CustomVJP:
 _lift.apply = apply
 _lift.tensor_type = Tensor
 _numpy_dispatch: Any = None  # leanpass.numpy_dispatch, which sets this when it is imported
-_batched_type: Any = None  # leanpass.batching.Batched, set when vmap is first imported
 
 
 def _shape_error(name: str, a: Any, b: Any, swap: bool, err: ValueError) -> ValueError:

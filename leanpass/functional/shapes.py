@@ -108,7 +108,8 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     """
     if _lift.is_tensor(g):  # replayed by a differentiable backward pass: record the scatter as one op
         return _lift.unindex(g, index, shape), lambda h: (_lift.index(h, index), None, None)
-    out = np.zeros_like(g, shape=shape)
+    # (zeros_like dispatches, so under jit the zeros and the writes into them are traced too)
+    out = np.zeros(shape, dtype=g.dtype) if type(g) is np.ndarray else np.zeros_like(g, shape=shape)
     if _lift.spread_target is not None:  # (vmap: a batched index needs a batched target)
         out = _lift.spread_target(index, out, True)
     if _is_basic(index):
