@@ -2,6 +2,7 @@
 
     python benchmarks/bench_ops.py           # both tables
     python benchmarks/bench_ops.py --quick   # fewer repeats
+    python benchmarks/bench_ops.py --only einsum   # just the first table
 
 1. Attention-shaped einsum, ``"bhqd,bhkd->bhqk"`` on (8, 8, 64, 64) inputs: ``lp.einsum``'s forward
    (no gradient wanted) and forward + backward, beside NumPy's ``np.einsum(..., optimize=True)``
@@ -155,9 +156,12 @@ def per_op(repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--only", choices=("einsum", "ops"), help="just one of the two tables")
     args = parser.parse_args()
-    attention_einsum(5 if args.quick else 11)
-    per_op(3 if args.quick else 7)
+    if args.only != "ops":
+        attention_einsum(5 if args.quick else 11)
+    if args.only != "einsum":
+        per_op(3 if args.quick else 7)
 
 
 if __name__ == "__main__":
