@@ -20,6 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import binary as _binary
+from . import losses as _losses
+from . import reductions as _reductions
+from . import shapes as _shapes
+from . import unary as _unary
 from ._broadcast import unbroadcast as unbroadcast
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .losses import cross_entropy
@@ -78,7 +83,13 @@ OPS: dict[str, Callable[..., Any]] = {
     },
 }
 
+# Forward-mode rules, each beside its op's VJP: op name -> ``rule(tangents, ans, *inputs)`` (see
+# ``_tangent.py``). An op without one gets its rule from its VJP, transposed (leanpass/forward.py).
+JVPS: dict[str, Callable[..., Any]] = {
+    **_binary.JVPS, **_unary.JVPS, **_reductions.JVPS, **_shapes.JVPS, **_losses.JVPS,
+}
+
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
 
-__all__ = sorted(["OPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])
+__all__ = sorted(["OPS", "JVPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])

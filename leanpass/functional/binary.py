@@ -5,6 +5,9 @@ Every op takes raw arrays (or Python numbers) and returns ``(ans, vjp)``; ``vjp(
 cotangent per input, ``None`` where ``need`` says that input's gradient is not wanted. The Tensor
 layer passes ``need`` so that, for example, a batch of data never costs a gradient.
 
+Below each VJP is the op's forward-mode rule ``_<op>_jvp(tangents, ans, x, y)`` (see
+``_tangent.py``), registered in ``JVPS`` at the end.
+
 Each rule sits right under its op as ``_<op>_vjp(saved..., g)``, and the op returns it bound to
 what it saved: ``MethodType(rule, saved)`` when that is one value (the rule becomes a method of
 it: one 64-byte object per graph node), else ``functools.partial(rule, saved...)`` (a partial
@@ -23,6 +26,9 @@ from typing import Any
 import numpy as np
 
 from ._broadcast import unbroadcast
+from ._tangent import total
+
+Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
 
 BOTH = (True, True)
 _add_reduce = np.add.reduce
@@ -58,6 +64,10 @@ def _add_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     return (unbroadcast(g, x) if need[0] else None, unbroadcast(g, y) if need[1] else None)
 
 
+def _add_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    return total(ts[0], ts[1])
+
+
 def sub(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x - y``. The cotangent passes unchanged to ``x`` and negated to ``y``.
 
@@ -72,6 +82,11 @@ def sub(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 def _sub_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     return (unbroadcast(g, x) if need[0] else None, unbroadcast(-g, y) if need[1] else None)
+
+
+def _sub_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    return tx if ty is None else -ty if tx is None else tx - ty
 
 
 # A Python float times a float array: NumPy applies it as a 0-d value of the array's dtype,
@@ -127,6 +142,11 @@ def _scale_second(c: Any, g: Any) -> tuple[None, Any]:
     return None, g * c
 
 
+def _mul_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    return total(None if tx is None else tx * y, None if ty is None else x * ty)
+
+
 def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x / y``. Cotangents ``g / y`` and ``-g * x / y**2``.
 
@@ -153,6 +173,11 @@ def _div_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     )
 
 
+def _div_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    return total(None if tx is None else tx / y, None if ty is None else -ty * x / (y * y))
+
+
 def power(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x ** y`` for any real exponent. Cotangents ``g * y * x**(y-1)`` and ``g * ans * log(x)``.
 
@@ -169,23 +194,34 @@ def power(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 
 def _power_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
-    gx = gy = None
-    if need[0]:
-        if np.ndim(y) == 0 and y == 0:  # x**0 is constant: no x**-1 (inf at 0) anywhere
-            gx = unbroadcast(np.zeros_like(g), x)
-        else:
-            zero = y == 0
-            base = np.where(zero, 1, x) if np.any(zero) else x  # elementwise, the same
-            with np.errstate(divide="ignore", invalid="ignore"):
-                slope = y * base ** (y - 1)
-            gx = unbroadcast(g * np.where(zero, 0, slope) if np.any(zero) else g * slope, x)
-    if need[1]:
-        if isinstance(x, (int, float)):  # a Python number stays weakly typed (float32 stays float32)
-            log_x: Any = math.log(x) if x > 0 else 0.0
-        else:
-            log_x = np.log(np.where(x > 0, x, 1))
-        gy = unbroadcast(g * ans * log_x, y)
+    gx = unbroadcast(_times_slope(g, x, y), x) if need[0] else None
+    gy = unbroadcast(g * ans * _power_log(x), y) if need[1] else None
     return gx, gy
+
+
+def _times_slope(g: Any, x: Any, y: Any) -> Any:
+    """``g`` (a cotangent or a tangent) times d(x**y)/dx, ``y * x**(y-1)``, which is 0 where
+    ``y == 0`` (``x**0`` is the constant 1, even at ``x = 0``)."""
+    if np.ndim(y) == 0 and y == 0:  # x**0 is constant: no x**-1 (inf at 0) anywhere
+        return np.zeros_like(g)
+    zero = y == 0
+    base = np.where(zero, 1, x) if np.any(zero) else x  # elementwise, the same
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = y * base ** (y - 1)
+    return g * np.where(zero, 0, slope) if np.any(zero) else g * slope
+
+
+def _power_log(x: Any) -> Any:
+    """``log(x)`` for d(x**y)/dy = ``x**y log(x)``, and 0 where ``x <= 0`` (no real log there)."""
+    if isinstance(x, (int, float)):  # a Python number stays weakly typed (float32 stays float32)
+        return math.log(x) if x > 0 else 0.0
+    return np.log(np.where(x > 0, x, 1))
+
+
+def _power_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    return total(None if tx is None else _times_slope(tx, x, y),
+                 None if ty is None else ty * ans * _power_log(x))
 
 
 def matmul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
@@ -222,6 +258,11 @@ def _matmul_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     if need[1]:
         gy = unbroadcast(np.swapaxes(x2, -1, -2) @ g2, y2).reshape(y.shape)
     return gx, gy
+
+
+def _matmul_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    return total(None if tx is None else tx @ y, None if ty is None else x @ ty)
 
 
 def linear(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool] = (True, True, True)) -> tuple[Any, Any]:
@@ -261,6 +302,11 @@ def _linear_vjp(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool], g: Any) -
     return gx, gw, unbroadcast(g, b)
 
 
+def _linear_jvp(ts: Tangents, ans: Any, x: Any, w: Any, b: Any) -> Any:
+    tx, tw, tb = ts
+    return total(None if tx is None else tx @ w, None if tw is None else x @ tw, tb)
+
+
 def _matmul_message(xs: tuple[int, ...], ys: tuple[int, ...]) -> str:
     if not xs or not ys:
         return f"matmul: operands must have at least one axis; got shapes {xs} @ {ys}"
@@ -298,13 +344,26 @@ def minimum(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 def _select_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
     """Rule of maximum and minimum: weight 1 for the chosen input, 1/2 each on a tie."""
-    wx = np.asarray(x == ans, dtype=g.dtype)
-    wy = np.asarray(y == ans, dtype=g.dtype)
-    total = wx + wy
+    wx, wy = _select_weights(x, y, ans, g.dtype)
     return (
-        unbroadcast(g * (wx / total), x) if need[0] else None,
-        unbroadcast(g * (wy / total), y) if need[1] else None,
+        unbroadcast(g * wx, x) if need[0] else None,
+        unbroadcast(g * wy, y) if need[1] else None,
     )
+
+
+def _select_weights(x: Any, y: Any, ans: Any, dtype: Any) -> tuple[Any, Any]:
+    """maximum's and minimum's derivatives: 1 for the chosen input, 1/2 each on a tie."""
+    wx = np.asarray(x == ans, dtype=dtype)
+    wy = np.asarray(y == ans, dtype=dtype)
+    both = wx + wy
+    return wx / both, wy / both
+
+
+def _select_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    """Forward-mode rule of maximum and minimum."""
+    tx, ty = ts
+    wx, wy = _select_weights(x, y, ans, (ty if tx is None else tx).dtype)
+    return total(None if tx is None else tx * wx, None if ty is None else ty * wy)
 
 
 def logaddexp(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
@@ -319,10 +378,29 @@ def logaddexp(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 
 def _logaddexp_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
-    with np.errstate(invalid="ignore"):  # both -inf: split evenly instead of nan
-        wx = np.where(ans == -np.inf, 0.5, np.exp(x - ans))
-        wy = np.where(ans == -np.inf, 0.5, np.exp(y - ans))
+    wx, wy = _logaddexp_weights(x, y, ans)
     return (
         unbroadcast(g * wx, x) if need[0] else None,
         unbroadcast(g * wy, y) if need[1] else None,
     )
+
+
+def _logaddexp_weights(x: Any, y: Any, ans: Any) -> tuple[Any, Any]:
+    """``exp(x - ans)`` and ``exp(y - ans)``; 1/2 each where both are -inf (instead of nan)."""
+    with np.errstate(invalid="ignore"):
+        wx = np.where(ans == -np.inf, 0.5, np.exp(x - ans))
+        wy = np.where(ans == -np.inf, 0.5, np.exp(y - ans))
+    return wx, wy
+
+
+def _logaddexp_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    wx, wy = _logaddexp_weights(x, y, ans)
+    return total(None if tx is None else tx * wx, None if ty is None else ty * wy)
+
+
+# Forward-mode rules by op name (functional.JVPS gathers them from every module).
+JVPS = {
+    "+": _add_jvp, "-": _sub_jvp, "*": _mul_jvp, "/": _div_jvp, "**": _power_jvp, "@": _matmul_jvp,
+    "linear": _linear_jvp, "maximum": _select_jvp, "minimum": _select_jvp, "logaddexp": _logaddexp_jvp,
+}

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .reductions import _shift
+from .reductions import _shift, softmax
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -75,3 +75,17 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         return diff * g.reshape(n, 1), None, None
 
     return ans, vjp
+
+
+def _cross_entropy_jvp(ts: tuple[Any, ...], ans: Any, x: Any, labels: Any, reduction: str = "mean") -> Any:
+    """Forward-mode rule: per row, ``(softmax(x) - onehot(labels)) . t``, reduced like the loss."""
+    t = ts[0]
+    n = x.shape[0]
+    per_row = np.sum(softmax(x, -1)[0] * t, axis=-1) - t[np.arange(n), labels]
+    if reduction == "mean":
+        return per_row.sum() / n
+    return per_row.sum() if reduction == "sum" else per_row
+
+
+# Forward-mode rules by op name (functional.JVPS gathers them from every module).
+JVPS = {"cross_entropy": _cross_entropy_jvp}

@@ -1,0 +1,210 @@
+"""Forward mode: ``jvp``, and the forward sweep that ``jvp`` and ``jacfwd`` push tangents with.
+
+``jvp(f, primals, tangents)`` runs ``f`` once, recorded as for ``vjp`` (its inputs are fresh nodes
+carrying the trace bit of this nesting level), then sweeps the recorded nodes in creation order,
+giving each node the tangent of its output from its inputs' tangents with the op's forward-mode
+rule (``functional.JVPS``, beside each VJP). A node none of whose inputs has a tangent is
+skipped: its tangent is zero. The sweep follows only this level's bit, which is what keeps the
+tangents of nested transforms apart (no perturbation confusion), as the reverse pass does.
+
+At the top level the rules run on raw arrays. Inside another transform they run on the recorded
+Tensors themselves, so the sweep is recorded and can be differentiated again: ``grad`` of
+``jvp``, ``jvp`` of ``grad`` (forward-over-reverse), ``jvp`` of ``jvp``.
+
+An op with no rule of its own (an op of the user's, recorded with ``apply``) gets one from its
+VJP, by transposition; see ``transposed_vjp``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import functional as F
+from .engine import reverse_pass
+from .tensor import CustomVJP, Tensor, _const, _grad_enabled, _next_seq
+from .transforms import _split_aux, _Traced
+from .tree import _first_difference, tree_flatten, tree_unflatten
+
+
+class Sweep:
+    """The nodes between some inputs and ``roots`` that carry ``mask``, in creation order, to push
+    tangents through: once for ``jvp``, once per input direction for ``jacfwd``."""
+
+    def __init__(self, roots: Sequence[Any], mask: int, on_tensors: bool) -> None:
+        self.mask = mask
+        self.on_tensors = on_tensors
+        seen: dict[int, Tensor] = {}
+        stack = [r for r in roots if type(r) is Tensor and r._trace & mask]
+        while stack:  # (iterative: a graph may be a million nodes deep)
+            node = stack.pop()
+            if node._seq in seen:
+                continue
+            seen[node._seq] = node
+            if node._vjp is not None:
+                for p in node._parents:
+                    if type(p) is Tensor and p._trace & mask and p._seq not in seen:
+                        stack.append(p)
+        # Creation order is an order in which every node comes after its inputs.
+        self.order = [seen[s] for s in sorted(seen)]
+
+    def push(self, seeds: dict[int, Any]) -> dict[int, Any]:
+        """The tangent of every node reached, by ``_seq``, from ``seeds`` (input ``_seq`` -> tangent)."""
+        tangents = dict(seeds)
+        mask = self.mask
+        on_tensors = self.on_tensors
+        rules = F.JVPS
+        get = tangents.get
+        with _grad_enabled():  # (recorded inside another transform, even under its no_grad)
+            for node in self.order:
+                s = node._seq
+                vjp = node._vjp
+                if vjp is None or s in tangents:  # a leaf (an input, or a constant of this level)
+                    continue
+                parents = node._parents
+                ts = tuple([get(p._seq) if type(p) is Tensor and p._trace & mask else None for p in parents])
+                if not any(t is not None for t in ts):
+                    continue
+                if on_tensors:
+                    ans: Any = node
+                    inputs: tuple[Any, ...] = parents
+                else:
+                    ans = node._data
+                    inputs = tuple([p._data if type(p) is Tensor else p for p in parents])
+                rule = None if type(vjp) is CustomVJP else rules.get(node._op)
+                if rule is not None:
+                    t = rule(ts, ans, *inputs)
+                else:
+                    fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
+                    t = transposed_vjp(fn, node._op, parents, ts, on_tensors)
+                if t is None:
+                    continue
+                shape = node._data.shape
+                if getattr(t, "shape", None) != shape:  # a tangent of some inputs only may not span the output yet
+                    t = np.broadcast_to(t, shape)
+                tangents[s] = t
+        return tangents
+
+
+def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], tangents: tuple[Any, ...],
+                   on_tensors: bool) -> Any:
+    """The output's tangent of op ``fn`` (called ``name``) on ``parents``, from its VJP alone.
+
+    ``vjp(g)`` is ``J^T g``, linear in ``g``, so ``sum_i <vjp(g)_i, t_i> = <g, J t>``, whose
+    gradient in ``g`` is ``J t``, the tangent wanted. So the op and its VJP are replayed on a
+    traced cotangent ``g`` (its value does not matter: zeros), the products with the tangents are
+    summed, and one reverse pass pulls back to ``g``. It costs a replay of the op and its VJP
+    and a pass over what that records: a direct rule in ``functional.JVPS`` is cheaper, and is
+    written for every built-in op. Inside another transform everything here is recorded too.
+    """
+    traces = 0
+    for v in (*parents, *tangents):
+        if type(v) is Tensor:
+            traces |= v._trace
+    bit = 1 << traces.bit_length()  # a bit of its own: the pass below follows g's uses alone
+    if on_tensors:
+        inputs = parents
+    else:  # constants, so that the replay records only what depends on g
+        inputs = tuple([_const(p._data) if type(p) is Tensor else p for p in parents])
+    if name in F.TAKES_NEED and fn is F.OPS.get(name):
+        ans, vjp = fn(*inputs, need=tuple(t is not None for t in tangents))
+    else:
+        ans, vjp = fn(*inputs)
+    data = ans._data if type(ans) is Tensor else ans
+    g = _const(np.zeros(np.shape(data), np.result_type(data)), bit, _next_seq())
+    h: Any = None
+    for ct, t in zip(vjp(g), tangents):
+        if t is not None and type(ct) is Tensor and ct._trace & bit:
+            term = (ct * t).sum()
+            h = term if h is None else h + term
+    if h is None:  # the output does not depend on the inputs followed
+        return None
+    one = np.ones((), np.result_type(h._data))
+    leaves = reverse_pass([h], [_const(one) if on_tensors else one], bit, on_tensors)
+    hit = leaves.get(g._seq)
+    return None if hit is None else hit[1]
+
+
+def _tangent_seed(primal: Tensor, tangent: Any, arg: int, nested: bool) -> Any:
+    """A tangent checked against its primal's shape and dtype (a Python number or list takes the
+    primal's dtype), and copied, so that the caller's array is never shared or changed. A Tensor
+    stays one inside another transform (it may be what that transform differentiates)."""
+    pdata = primal._data
+    where = f"jvp: the tangent of primals[{arg}]"
+    if type(tangent) is Tensor:
+        t = tangent if nested else np.array(tangent._data)
+        dtype, shape = tangent.dtype, tangent.shape
+    elif isinstance(tangent, (np.ndarray, np.generic)):
+        t = np.array(tangent)
+        dtype, shape = t.dtype, t.shape
+    else:
+        try:
+            t = np.array(tangent, dtype=pdata.dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{where} must be an array, a Tensor or a number, not {type(tangent).__name__} ({e})") from None
+        dtype, shape = t.dtype, t.shape
+    if shape != pdata.shape:
+        raise ValueError(
+            f"{where} has shape {shape} but the primal has shape {pdata.shape}; a tangent must have "
+            "its primal's shape (it is a direction to move the primal in)."
+        )
+    if dtype != pdata.dtype:
+        raise TypeError(
+            f"{where} has dtype {dtype} but the primal has dtype {pdata.dtype}; they must match "
+            f"(cast the tangent, e.g. t.astype(np.{pdata.dtype}))."
+        )
+    return t
+
+
+def _output_tangent(out: Any, t: Any, nested: bool) -> Any:
+    """The tangent of one output leaf, in the output's form: a Tensor for a Tensor."""
+    if t is None:
+        data = out._data if type(out) is Tensor else np.asarray(out)
+        t = np.zeros(np.shape(data), np.result_type(data) if np.result_type(data).kind == "f" else np.float64)
+    if nested or type(out) is Tensor:
+        return t if type(t) is Tensor else _const(t)
+    return t
+
+
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> Any:
+    """Forward mode: ``f(*primals)`` and its Jacobian times ``tangents``, ``(primals_out, tangents_out)``.
+
+    ``primals`` is a tuple (or list) of ``f``'s arguments, each a pytree of arrays, Tensors or
+    floats; ``tangents`` has the same structure, each leaf a direction of its primal's shape and
+    dtype. ``tangents_out`` has the output's structure. One call runs ``f`` once and pushes the
+    tangents forward beside it; ``jvp`` composes with ``grad`` both ways and with itself. With
+    ``has_aux=True``, ``f`` returns ``(output, aux)`` and the result is ``(out, tangent_out, aux)``.
+
+    >>> y, dy = jvp(lambda x: x ** 3, (np.array([1.0, 2.0]),), (np.array([1.0, 0.5]),))
+    >>> y, dy
+    (Tensor([1., 8.]), Tensor([3., 6.]))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(
+            "jvp(f, primals, tangents): primals and tangents must be tuples (or lists) of f's "
+            f"arguments, e.g. jvp(f, (x,), (v,)); got {type(primals).__name__} and {type(tangents).__name__}."
+        )
+    if len(primals) != len(tangents):
+        raise ValueError(
+            f"jvp: {len(primals)} primals but {len(tangents)} tangents; give one tangent per argument."
+        )
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        p_def, t_def = tree_flatten(p)[1], tree_flatten(t)[1]
+        if p_def != t_def:
+            raise ValueError(
+                f"jvp: the tangent of primals[{i}] has a different structure from the primal "
+                f"({_first_difference(p_def, t_def)}); a tangent must be a tree like its primal."
+            )
+    tr = _Traced(f, tuple(primals), {}, tuple(range(len(primals))), "jvp")
+    seeds: dict[int, Any] = {}
+    for i, (t, ins) in enumerate(zip(tangents, tr.inputs)):
+        for x, leaf in zip(ins, tree_flatten(t)[0]):
+            seeds[x._seq] = _tangent_seed(x, leaf, i, tr.nested)
+    out, aux = _split_aux(tr.out, has_aux, "jvp")
+    out_leaves, out_def = tree_flatten(out)
+    pushed = Sweep(out_leaves, tr.bit, tr.nested).push(seeds)
+    t_out = [_output_tangent(o, pushed.get(o._seq) if type(o) is Tensor else None, tr.nested) for o in out_leaves]
+    result = (tr.finish(out), tree_unflatten(out_def, t_out))
+    return (*result, tr.finish(aux)) if has_aux else result
