@@ -17,6 +17,8 @@ import numpy as np
 
 from . import functional
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401 (installs NumPy dispatch on Tensor)
+from .forward import jvp
+from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
 from .ops import (
     abs,
     add,
@@ -70,7 +72,7 @@ from .ops import (
     where,
 )
 from .tensor import Tensor, apply, no_grad
-from .transforms import grad, hessian, hvp, jacobian, value_and_grad, vjp
+from .transforms import grad, value_and_grad, vjp
 from .tree import register_pytree, tree_flatten, tree_map, tree_unflatten
 
 __version__ = "0.1.0"
@@ -85,6 +87,7 @@ __all__ = [
     "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
     "tanh", "transpose", "var", "where",
 ]
+__all__ += ["jvp", "jacfwd", "jacrev"]
 del np
 
 # The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that

@@ -143,7 +143,9 @@ def _tangent_seed(primal: Tensor, tangent: Any, arg: int, nested: bool) -> Any:
         try:
             t = np.array(tangent, dtype=pdata.dtype)
         except (TypeError, ValueError) as e:
-            raise TypeError(f"{where} must be an array, a Tensor or a number, not {type(tangent).__name__} ({e})") from None
+            raise TypeError(
+                f"{where} must be an array, a Tensor or a number, not {type(tangent).__name__} ({e})"
+            ) from None
         dtype, shape = t.dtype, t.shape
     if shape != pdata.shape:
         raise ValueError(

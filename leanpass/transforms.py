@@ -1,4 +1,4 @@
-"""Function transforms: ``grad``, ``value_and_grad``, ``vjp``, ``jacobian``, ``hessian``, ``hvp``.
+"""Function transforms in reverse mode: ``grad``, ``value_and_grad``, ``vjp`` (Jacobians: ``jacobians.py``).
 
 Each call gives the differentiated arguments fresh input nodes carrying a trace bit of their
 own (one per nesting level), runs the function, and pulls back through the one reverse pass.
@@ -12,7 +12,6 @@ arrays.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -255,87 +254,3 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 
     result = tr.finish(out)
     return (result, vjp_fn, tr.finish(aux)) if has_aux else (result, vjp_fn)
-
-
-def _one_array(x: Any) -> Any:
-    """A list or tuple argument of ``jacobian``/``hvp`` is one array (of floats), not a pytree."""
-    if not isinstance(x, (list, tuple)):
-        return x
-    arr = np.asarray(x)
-    return arr if arr.dtype.kind == "f" else arr.astype(np.float64)
-
-
-def jacobian(f: Callable[..., Any]) -> Callable[[Any], Any]:
-    """The Jacobian of ``f`` at one array argument, built row by row in reverse mode.
-
-    ``f`` takes one array (or Tensor, or float) and returns one array-valued Tensor. The result
-    has shape ``output.shape + input.shape`` and the input's dtype; it is a Tensor when the input
-    is one. Each row is one ``vjp`` pull-back of a unit cotangent, so ``jacobian`` composes with
-    ``grad`` (``hessian`` is ``jacobian(grad(f))``).
-
-    >>> jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
-    array([[2., 0.],
-           [0., 4.]])
-    """
-
-    def jac(x: Any) -> Any:
-        x = _one_array(x)
-        out, pull = vjp(f, x)
-        if type(out) is not Tensor and not isinstance(out, (int, float, np.ndarray, np.generic)):
-            raise TypeError(
-                f"jacobian: f must return a single Tensor or array, but returned {type(out).__name__}. "
-                "Return one array (e.g. stack or concatenate the pieces), or take the Jacobian of each."
-            )
-        data = out._data if type(out) is Tensor else np.asarray(out)
-        out_shape = np.shape(data)
-        in_data = x._data if type(x) is Tensor else np.asarray(x)
-        n = math.prod(out_shape)
-        units = np.eye(n, dtype=data.dtype if data.dtype.kind == "f" else in_data.dtype)
-        rows = [pull(units[i].reshape(out_shape))[0] for i in range(n)]
-        shape = out_shape + in_data.shape
-        if not rows:  # an empty output
-            zeros = np.zeros(shape, in_data.dtype)
-            return _const(zeros) if type(x) is Tensor else zeros
-        if type(rows[0]) is Tensor:  # inside another transform, or a Tensor input
-            from .ops import stack
-
-            return stack(rows).reshape(shape)
-        return np.stack(rows).reshape(shape)
-
-    return jac
-
-
-def hessian(f: Callable[..., Any]) -> Callable[[Any], Any]:
-    """The Hessian of a scalar ``f`` at one array argument: ``jacobian(grad(f))``.
-
-    The result has shape ``input.shape + input.shape``; for a quadratic ``x @ A @ x`` it is
-    ``A + A.T``.
-
-    >>> hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
-    array([[ 6.,  0.],
-           [ 0., 12.]])
-    """
-    return jacobian(grad(f))
-
-
-def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
-    """Hessian-vector product ``H(x) @ v`` of a scalar ``f``, without forming the Hessian.
-
-    It is the gradient of ``grad(f)(x) . v`` (reverse over reverse); ``v`` has ``x``'s shape
-    and is a constant (cast to ``x``'s dtype).
-
-    >>> hvp(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
-    array([ 6., 12.])
-    """
-
-    def product(x: Any, v: Any) -> Any:
-        x = _one_array(x)
-        x_data = x._data if type(x) is Tensor else np.asarray(x)
-        v_data = np.asarray(v._data if type(v) is Tensor else v, dtype=x_data.dtype)
-        if v_data.shape != x_data.shape:
-            raise ValueError(
-                f"hvp: v must have the shape of x, {x_data.shape}, but has shape {v_data.shape}"
-            )
-        return grad(lambda y: (grad(f)(y) * v_data).sum())(x)
-
-    return product
