@@ -93,7 +93,7 @@ def jacrev(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -
         for o in out_leaves:
             data = _data(o)
             dtype = data.dtype if data.dtype.kind == "f" else np.float64
-            per = [[[] for _ in leaves] for leaves, _ in tr.trees]
+            per: list[list[list[Any]]] = [[[] for _ in leaves] for leaves, _ in tr.trees]
             unit = np.zeros(data.size, dtype)
             for j in range(data.size):
                 unit[j] = 1
@@ -197,7 +197,7 @@ def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
         v_leaves, v_def = ([v], x_def) if x_def.kind is None else tree_flatten(v)  # x one array: v too
         if v_def != x_def:
             raise ValueError(f"hvp: v must have the structure of x ({_first_difference(x_def, v_def)})")
-        vs = []
+        vs: list[Any] = []
         for a, b in zip(x_leaves, v_leaves):
             if type(b) is Tensor and b._trace:  # differentiated by an outer transform: kept as it is
                 vs.append(b)
@@ -217,7 +217,7 @@ def _like(tangent: Any, x: Any) -> Any:
     """A tangent of ``grad(f)`` in the form of the gradient: arrays for arrays, Tensors for Tensors."""
     t_leaves, t_def = tree_flatten(tangent)
     x_leaves = tree_flatten(x)[0]
-    out = []
+    out: list[Any] = []
     for t, leaf in zip(t_leaves, x_leaves):
         if type(t) is Tensor and t._trace:  # inside another transform
             out.append(t)

@@ -19,6 +19,7 @@ code runs on Tensors when a differentiable (higher-order) backward pass replays 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 from types import MethodType
 from typing import Any
@@ -400,7 +401,7 @@ def _logaddexp_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
 
 
 # Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS = {
+JVPS: dict[str, Callable[..., Any]] = {
     "+": _add_jvp, "-": _sub_jvp, "*": _mul_jvp, "/": _div_jvp, "**": _power_jvp, "@": _matmul_jvp,
     "linear": _linear_jvp, "maximum": _select_jvp, "minimum": _select_jvp, "logaddexp": _logaddexp_jvp,
 }

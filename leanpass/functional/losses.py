@@ -8,6 +8,7 @@ functions and operators only, so a differentiable backward pass can replay it on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -88,4 +89,4 @@ def _cross_entropy_jvp(ts: tuple[Any, ...], ans: Any, x: Any, labels: Any, reduc
 
 
 # Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS = {"cross_entropy": _cross_entropy_jvp}
+JVPS: dict[str, Callable[..., Any]] = {"cross_entropy": _cross_entropy_jvp}

@@ -9,6 +9,7 @@ registered in ``JVPS`` at the end; ``sum`` and ``mean`` are linear, so their rul
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -281,7 +282,7 @@ def _log_softmax_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = -1) -> Any:
 
 
 # Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS = {
+JVPS: dict[str, Callable[..., Any]] = {
     "sum": of_first(sum), "mean": of_first(mean), "max": _extreme_jvp, "min": _extreme_jvp, "var": _var_jvp,
     "std": _std_jvp, "logsumexp": _logsumexp_jvp, "softmax": _softmax_jvp, "log_softmax": _log_softmax_jvp,
 }

@@ -12,6 +12,7 @@ the op itself applied to the tangent; the others' rules ``_<op>_jvp`` follow the
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -270,7 +271,7 @@ def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
 
 
 # Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS = {
+JVPS: dict[str, Callable[..., Any]] = {
     **{op.__name__: of_first(op) for op in (reshape, transpose, swapaxes, expand_dims, squeeze, broadcast_to,
                                              astype, getitem, unindex)},
     "concatenate": _concatenate_jvp, "stack": _stack_jvp, "where": _where_jvp, "einsum": _einsum_jvp,

@@ -12,6 +12,7 @@ differentiable backward pass can replay them on Tensors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from types import MethodType
 from typing import Any
@@ -339,7 +340,7 @@ def _clip_jvp(ts: Tangents, ans: Any, x: Any, lo: Any, hi: Any) -> Any:
 
 
 # Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS = {
+JVPS: dict[str, Callable[..., Any]] = {
     "identity": _identity_jvp, "neg": _neg_jvp, "exp": _exp_jvp, "log": _log_jvp, "relu": _relu_jvp,
     "sigmoid": _sigmoid_jvp, "tanh": _tanh_jvp, "abs": _abs_jvp, "sqrt": _sqrt_jvp, "square": _square_jvp,
     "sin": _sin_jvp, "cos": _cos_jvp, "softplus": _softplus_jvp, "leaky_relu": _leaky_relu_jvp,
