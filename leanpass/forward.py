@@ -106,8 +106,9 @@ def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], 
     bit = 1 << traces.bit_length()  # a bit of its own: the pass below follows g's uses alone
     if on_tensors:
         inputs = parents
-    else:  # constants, so that the replay records only what depends on g
-        inputs = tuple([_const(p._data) if type(p) is Tensor else p for p in parents])
+    else:  # constant Tensors, so that the replay records only what depends on g
+        inputs = tuple([_const(p._data) if type(p) is Tensor else _const(p) if t is not None else p
+                        for p, t in zip(parents, tangents)])
     if name in F.TAKES_NEED and fn is F.OPS.get(name):
         ans, vjp = fn(*inputs, need=tuple(t is not None for t in tangents))
     else:

@@ -110,6 +110,8 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     >>> unindex(np.ones(3), [0, 0, 1], (2,))[0]
     array([2., 1.])
     """
+    if not isinstance(g, (np.ndarray, np.generic)):  # a Tensor (a replayed pass): one recorded scatter
+        return _lift.unindex(g, index, shape), lambda h: (h[index], None, None)
     out = np.zeros(shape, dtype=np.asarray(g).dtype)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter

@@ -1,0 +1,97 @@
+"""Every op in ``functional.OPS`` under forward mode: its tangent against central finite
+differences, its direct rule against the rule transposed from its VJP, forward over reverse
+against reverse over reverse, and its dtype. Inputs come from ``op_samples.SAMPLES``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from op_samples import SAMPLES, differentiable
+
+import leanpass as lp
+from leanpass import Tensor
+from leanpass import functional as F
+from leanpass.forward import transposed_vjp
+
+NAMES = sorted(F.OPS)
+
+
+def _setup(name: str, seed: int = 0) -> tuple[Any, list[np.ndarray], list[np.ndarray]]:
+    """``(f, primals, tangents)``: ``f`` calls the op with its differentiable inputs as arguments."""
+    rng = np.random.default_rng(seed)
+    args = SAMPLES[name](rng)
+    diff = differentiable(args)
+    fn = F.OPS[name]
+
+    def f(*xs: Any) -> Any:
+        full = list(args)
+        for i, x in zip(diff, xs):
+            full[i] = x
+        return lp.apply(fn, name, *full)
+
+    primals = [args[i] for i in diff]
+    return f, primals, [rng.standard_normal(p.shape) for p in primals]
+
+
+def _out(t: Any) -> np.ndarray:
+    return np.asarray(t._data if type(t) is Tensor else t, dtype=np.float64)
+
+
+def test_every_op_has_samples_and_a_forward_rule_or_a_vjp() -> None:
+    missing = [name for name in NAMES if name not in SAMPLES]
+    assert not missing, f"ops without sample inputs in tests/op_samples.py: {missing}"
+    for name in NAMES:
+        assert differentiable(SAMPLES[name](np.random.default_rng(0))), name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_jvp_of_every_op_matches_finite_differences(name: str) -> None:
+    f, primals, tangents = _setup(name)
+    out, tangent = lp.jvp(f, primals, tangents)
+    eps = 1e-6
+    plus = _out(f(*[Tensor(p + eps * t) for p, t in zip(primals, tangents)]))
+    minus = _out(f(*[Tensor(p - eps * t) for p, t in zip(primals, tangents)]))
+    assert tangent.shape == out.shape and tangent.dtype == out.dtype
+    np.testing.assert_allclose(_out(tangent), (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_direct_rule_matches_the_rule_transposed_from_the_vjp(name: str) -> None:
+    f, primals, tangents = _setup(name, seed=1)
+    args = list(SAMPLES[name](np.random.default_rng(1)))
+    diff = differentiable(tuple(args))
+    ts: list[Any] = [None] * len(args)
+    for i, t in zip(diff, tangents):
+        ts[i] = t
+    fn = F.OPS[name]
+    ans = fn(*args)[0]
+    direct = F.JVPS[name](tuple(ts), ans, *args)
+    derived = transposed_vjp(fn, name, tuple(args), tuple(ts), False)
+    np.testing.assert_allclose(np.broadcast_to(direct, np.shape(ans)), derived, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_forward_over_reverse_matches_reverse_over_reverse(name: str) -> None:
+    f, primals, tangents = _setup(name, seed=2)
+    c = np.random.default_rng(3).standard_normal(np.shape(_out(f(*primals))))
+
+    def scalar(*xs: Any) -> Any:
+        return (f(*xs) * c).sum()
+
+    nums = tuple(range(len(primals)))
+    _, fwd = lp.jvp(lp.grad(scalar, argnums=nums), primals, (tuple(tangents),)[0])
+    rev = lp.grad(lambda *xs: sum((g * t).sum() for g, t in zip(lp.grad(scalar, argnums=nums)(*xs), tangents)),
+                  argnums=nums)(*primals)
+    for a, b in zip(fwd, rev):
+        np.testing.assert_allclose(_out(a), _out(b), rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float32_tangents_stay_float32(name: str) -> None:
+    f, primals, tangents = _setup(name, seed=4)
+    if name == "astype":  # its sample casts to float64 on purpose
+        return
+    out, tangent = lp.jvp(f, [p.astype(np.float32) for p in primals], [t.astype(np.float32) for t in tangents])
+    assert out.dtype == np.float32 and tangent.dtype == np.float32, (out.dtype, tangent.dtype)
