@@ -17,6 +17,7 @@ VJP, by transposition; see ``transposed_vjp``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,45 +48,57 @@ class Sweep:
                 for p in node._parents:
                     if type(p) is Tensor and p._trace & mask and p._seq not in seen:
                         stack.append(p)
-        # Creation order is an order in which every node comes after its inputs.
-        self.order = [seen[s] for s in sorted(seen)]
+        # Creation order is an order in which every node comes after its inputs. Each step holds
+        # what its rule needs, worked out once for all the pushes: the node's key, its inputs' keys
+        # (0, which no tangent has, for a constant or an input this sweep does not follow), the
+        # rule, the output and the inputs (raw arrays at the top level), and the output's shape.
+        self.steps: list[tuple[int, tuple[int, ...], Any, Any, tuple[Any, ...], Any]] = []
+        rules = F.JVPS
+        for s in sorted(seen):
+            node = seen[s]
+            vjp = node._vjp
+            if vjp is None:  # a leaf: an input of this sweep, or a constant of its level
+                continue
+            parents = node._parents
+            keys = tuple([p._seq if type(p) is Tensor and p._trace & mask else 0 for p in parents])
+            if on_tensors:
+                ans: Any = node
+                inputs: tuple[Any, ...] = parents
+            else:
+                ans = node._data
+                inputs = tuple([p._data if type(p) is Tensor else p for p in parents])
+            rule = None if type(vjp) is CustomVJP else rules.get(node._op)
+            if rule is None:  # no rule of its own: its VJP, transposed
+                fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
+                rule = functools.partial(_transposed_rule, fn, node._op, parents, on_tensors)
+            self.steps.append((s, keys, rule, ans, inputs, node._data.shape))
 
     def push(self, seeds: dict[int, Any]) -> dict[int, Any]:
         """The tangent of every node reached, by ``_seq``, from ``seeds`` (input ``_seq`` -> tangent)."""
         tangents = dict(seeds)
-        mask = self.mask
-        on_tensors = self.on_tensors
-        rules = F.JVPS
         get = tangents.get
         with _grad_enabled():  # (recorded inside another transform, even under its no_grad)
-            for node in self.order:
-                s = node._seq
-                vjp = node._vjp
-                if vjp is None or s in tangents:  # a leaf (an input, or a constant of this level)
+            for s, keys, rule, ans, inputs, shape in self.steps:
+                ts = tuple([get(k) for k in keys])
+                for t in ts:
+                    if t is not None:
+                        break
+                else:  # no tangent comes in
                     continue
-                parents = node._parents
-                ts = tuple([get(p._seq) if type(p) is Tensor and p._trace & mask else None for p in parents])
-                if not any(t is not None for t in ts):
+                if s in tangents:  # a seeded input (linked to an outer graph)
                     continue
-                if on_tensors:
-                    ans: Any = node
-                    inputs: tuple[Any, ...] = parents
-                else:
-                    ans = node._data
-                    inputs = tuple([p._data if type(p) is Tensor else p for p in parents])
-                rule = None if type(vjp) is CustomVJP else rules.get(node._op)
-                if rule is not None:
-                    t = rule(ts, ans, *inputs)
-                else:
-                    fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
-                    t = transposed_vjp(fn, node._op, parents, ts, on_tensors)
+                t = rule(ts, ans, *inputs)
                 if t is None:
                     continue
-                shape = node._data.shape
                 if getattr(t, "shape", None) != shape:  # a tangent of some inputs only may not span the output yet
                     t = np.broadcast_to(t, shape)
                 tangents[s] = t
         return tangents
+
+
+def _transposed_rule(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], on_tensors: bool,
+                     tangents: tuple[Any, ...], ans: Any, *inputs: Any) -> Any:
+    return transposed_vjp(fn, name, parents, tangents, on_tensors)
 
 
 def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], tangents: tuple[Any, ...],
