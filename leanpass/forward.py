@@ -35,24 +35,26 @@ class Sweep:
     tangents through: once for ``jvp``, once per input direction for ``jacfwd``."""
 
     def __init__(self, roots: Sequence[Any], mask: int, on_tensors: bool) -> None:
-        self.mask = mask
-        self.on_tensors = on_tensors
         seen: dict[int, Tensor] = {}
         stack = [r for r in roots if type(r) is Tensor and r._trace & mask]
         while stack:  # (iterative: a graph may be a million nodes deep)
             node = stack.pop()
-            if node._seq in seen:
+            s = node._seq
+            if s in seen:
                 continue
-            seen[node._seq] = node
+            seen[s] = node
             if node._vjp is not None:
                 for p in node._parents:
-                    if type(p) is Tensor and p._trace & mask and p._seq not in seen:
+                    if type(p) is Tensor and p._trace & mask:
                         stack.append(p)
         # Creation order is an order in which every node comes after its inputs. Each step holds
         # what its rule needs, worked out once for all the pushes: the node's key, its inputs' keys
         # (0, which no tangent has, for a constant or an input this sweep does not follow), the
-        # rule, the output and the inputs (raw arrays at the top level), and the output's shape.
-        self.steps: list[tuple[int, tuple[int, ...], Any, Any, tuple[Any, ...], Any]] = []
+        # rule, the output and the inputs (raw arrays at the top level), the output's shape, and
+        # the keys whose last use it is: their tangents are dropped then (the roots' are kept),
+        # so that the arrays of a long chain are reused rather than all kept to the end.
+        steps: list[list[Any]] = []
+        last: dict[int, list[Any]] = {}  # key -> the step that uses it last
         rules = F.JVPS
         for s in sorted(seen):
             node = seen[s]
@@ -71,15 +73,29 @@ class Sweep:
             if rule is None:  # no rule of its own: its VJP, transposed
                 fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
                 rule = functools.partial(_transposed_rule, fn, node._op, parents, on_tensors)
-            self.steps.append((s, keys, rule, ans, inputs, node._data.shape))
+            step = [s, keys, rule, ans, inputs, node._data.shape, []]
+            for k in keys:
+                last[k] = step
+            steps.append(step)
+        for r in roots:
+            if type(r) is Tensor:
+                last.pop(r._seq, None)
+        last.pop(0, None)
+        for k, step in last.items():
+            step[6].append(k)
+        self.steps = steps
 
     def push(self, seeds: dict[int, Any]) -> dict[int, Any]:
-        """The tangent of every node reached, by ``_seq``, from ``seeds`` (input ``_seq`` -> tangent)."""
+        """The roots' tangents, by ``_seq``, from ``seeds`` (input ``_seq`` -> tangent); a root
+        missing from the result has tangent zero."""
         tangents = dict(seeds)
         get = tangents.get
+        pop = tangents.pop
         with _grad_enabled():  # (recorded inside another transform, even under its no_grad)
-            for s, keys, rule, ans, inputs, shape in self.steps:
+            for s, keys, rule, ans, inputs, shape, drops in self.steps:
                 ts = tuple([get(k) for k in keys])
+                for k in drops:
+                    pop(k, None)
                 for t in ts:
                     if t is not None:
                         break
