@@ -26,7 +26,7 @@ import numpy as np
 from . import functional as F
 from .engine import reverse_pass
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled, _next_seq
-from .transforms import _split_aux, _Traced
+from .transforms import _level, _split_aux, _Traced
 from .tree import _first_difference, tree_flatten, tree_unflatten
 
 
@@ -34,7 +34,8 @@ class Sweep:
     """The nodes between some inputs and ``roots`` that carry ``mask``, in creation order, to push
     tangents through: once for ``jvp``, once per input direction for ``jacfwd``."""
 
-    def __init__(self, roots: Sequence[Any], mask: int, on_tensors: bool) -> None:
+    def __init__(self, roots: Sequence[Any], mask: int, on_tensors: bool, level: int) -> None:
+        self.level = level  # the trace level of the transform whose inputs these are
         seen: dict[int, Tensor] = {}
         stack = [r for r in roots if type(r) is Tensor and r._trace & mask]
         while stack:  # (iterative: a graph may be a million nodes deep)
@@ -91,6 +92,15 @@ class Sweep:
         tangents = dict(seeds)
         get = tangents.get
         pop = tangents.pop
+        # A transform that a rule calls (an op of the user's may) takes a trace bit above this one's.
+        level = _level.set(max(_level.get(), self.level + 1))
+        try:
+            self._push(tangents, get, pop)
+        finally:
+            _level.reset(level)
+        return tangents
+
+    def _push(self, tangents: dict[int, Any], get: Any, pop: Any) -> None:
         with _grad_enabled():  # (recorded inside another transform, even under its no_grad)
             for s, keys, rule, ans, inputs, shape, drops in self.steps:
                 ts = tuple([get(k) for k in keys])
@@ -109,7 +119,6 @@ class Sweep:
                 if getattr(t, "shape", None) != shape:  # a tangent of some inputs only may not span the output yet
                     t = np.broadcast_to(t, shape)
                 tangents[s] = t
-        return tangents
 
 
 def _transposed_rule(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], on_tensors: bool,
@@ -132,7 +141,18 @@ def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], 
     for v in (*parents, *tangents):
         if type(v) is Tensor:
             traces |= v._trace
-    bit = 1 << traces.bit_length()  # a bit of its own: the pass below follows g's uses alone
+    # A bit of its own, above those of every live graph and of everything here: the pass below
+    # follows g's uses alone, and a transform called by the rule takes a bit above it.
+    level = max(_level.get(), traces.bit_length())
+    token = _level.set(level + 1)
+    try:
+        return _transposed(fn, name, parents, tangents, on_tensors, 2 << level)
+    finally:
+        _level.reset(token)
+
+
+def _transposed(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], tangents: tuple[Any, ...],
+                on_tensors: bool, bit: int) -> Any:
     if on_tensors:
         inputs = parents
     else:  # constant Tensors, so that the replay records only what depends on g
@@ -236,7 +256,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
             seeds[x._seq] = _tangent_seed(x, leaf, i, tr.nested)
     out, aux = _split_aux(tr.out, has_aux, "jvp")
     out_leaves, out_def = tree_flatten(out)
-    pushed = Sweep(out_leaves, tr.bit, tr.nested).push(seeds)
+    pushed = Sweep(out_leaves, tr.bit, tr.nested, tr.level).push(seeds)
     t_out = [_output_tangent(o, pushed.get(o._seq) if type(o) is Tensor else None, tr.nested) for o in out_leaves]
     result = (tr.finish(out), tree_unflatten(out_def, t_out))
     return (*result, tr.finish(aux)) if has_aux else result

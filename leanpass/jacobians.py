@@ -135,7 +135,7 @@ def jacfwd(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -
     def jac(*args: Any, **kwargs: Any) -> Any:
         tr = _Traced(f, args, kwargs, argnums, "jacfwd")
         out, aux, out_leaves, out_def = _outputs(tr, has_aux, "jacfwd")
-        sweep = Sweep(out_leaves, tr.bit, tr.nested)
+        sweep = Sweep(out_leaves, tr.bit, tr.nested, tr.level)
         cols: dict[tuple[int, int], list[Any]] = {}  # (argument, leaf) -> [column per element] per output
         for k, ins in enumerate(tr.inputs):
             for i, x in enumerate(ins):

@@ -160,30 +160,37 @@ def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
             vjp = _DIVIDE_FIRST.get((y, x.dtype.num)) or _bound(_DIVIDE_FIRST, _divide_first, y, x)
             return x / vjp.__self__, vjp
         return x / y, MethodType(_divide_first, y)
-    return x / y, partial(_div_vjp, x, y, need)
+    ans = x / y
+    return ans, partial(_div_vjp, x, y, ans, need)
 
 
 def _divide_first(c: Any, g: Any) -> tuple[Any, None]:
     return g / c, None
 
 
-def _div_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
+def _div_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    # The divisor's cotangent as -(g / y) * ans, not -g * x / y**2: replayed for higher orders,
+    # each order then divides by y once more (as x ** -1.0's rule does) instead of squaring it,
+    # which lost accuracy and overflowed float32 from about the 6th derivative of 1 / x.
+    gx = g / y
     return (
-        unbroadcast(g / y, x) if need[0] else None,
-        unbroadcast(-g * x / (y * y), y) if need[1] else None,
+        unbroadcast(gx, x) if need[0] else None,
+        unbroadcast(-gx * ans, y) if need[1] else None,
     )
 
 
 def _div_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
     tx, ty = ts
-    return total(None if tx is None else tx / y, None if ty is None else -ty * x / (y * y))
+    return total(None if tx is None else tx / y, None if ty is None else -(ty / y) * ans)  # (as the VJP)
 
 
 def power(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x ** y`` for any real exponent. Cotangents ``g * y * x**(y-1)`` and ``g * ans * log(x)``.
 
-    The base's cotangent is 0 where ``y == 0`` (``x**0`` is the constant 1, even at ``x = 0``);
-    the exponent's is 0 where ``x <= 0`` (where ``log(x)`` has no real value).
+    The base's cotangent is 0 where ``y == 0`` (``x**0`` is the constant 1, even at ``x = 0``),
+    computed as ``y * x**(y-1)`` so that its own derivative in ``y`` (the mixed second
+    derivative ``x**(y-1) * (1 + y log x)``) stays right there; the exponent's is 0 where
+    ``x <= 0`` (where ``log(x)`` has no real value).
 
     >>> ans, vjp = power(np.array([2.0, 3.0]), 2)
     >>> ans, vjp(np.ones(2))[0]
@@ -201,15 +208,17 @@ def _power_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
 
 
 def _times_slope(g: Any, x: Any, y: Any) -> Any:
-    """``g`` (a cotangent or a tangent) times d(x**y)/dx, ``y * x**(y-1)``, which is 0 where
-    ``y == 0`` (``x**0`` is the constant 1, even at ``x = 0``)."""
-    if np.ndim(y) == 0 and y == 0:  # x**0 is constant: no x**-1 (inf at 0) anywhere
-        return np.zeros_like(g)
-    zero = y == 0
-    base = np.where(zero, 1, x) if np.any(zero) else x  # elementwise, the same
+    """``g`` (a cotangent or a tangent) times d(x**y)/dx, ``y * x**(y-1)``.
+
+    Where ``y == 0`` and ``x == 0``, 0**-1 is inf and y * inf is nan: the base is taken as 1
+    there (the slope y * 1 is then 0, as it should be). Elsewhere y * x**(y-1) is exact, also at
+    y == 0, where it is 0 with the right derivative in y."""
+    if type(y) in NUMBER and y == 0:  # x**0 of a constant 0: no x**-1 (inf at 0) anywhere
+        return g * 0
+    zero = (y == 0) & (x == 0)
+    base = np.where(zero, 1, x) if np.any(zero) else x
     with np.errstate(divide="ignore", invalid="ignore"):
-        slope = y * base ** (y - 1)
-    return g * np.where(zero, 0, slope) if np.any(zero) else g * slope
+        return g * (y * base ** (y - 1))
 
 
 def _power_log(x: Any) -> Any:
@@ -387,11 +396,15 @@ def _logaddexp_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, A
 
 
 def _logaddexp_weights(x: Any, y: Any, ans: Any) -> tuple[Any, Any]:
-    """``exp(x - ans)`` and ``exp(y - ans)``; 1/2 each where both are -inf (instead of nan)."""
+    """d ans / dx and d ans / dy: sigmoid(x - y) and sigmoid(y - x), in the stable form
+    exp(-logaddexp(0, .)): exp(x - ans) would be exp(inf - inf) = nan where an input is +inf.
+    Where both inputs are the same infinity, x - y is nan: the weight is split evenly there."""
     with np.errstate(invalid="ignore"):
-        wx = np.where(ans == -np.inf, 0.5, np.exp(x - ans))
-        wy = np.where(ans == -np.inf, 0.5, np.exp(y - ans))
-    return wx, wy
+        d = x - y
+        tie = np.isnan(d) & ~(np.isnan(x) | np.isnan(y))
+        if np.any(tie):
+            d = np.where(tie, 0, d)
+        return np.exp(-np.logaddexp(0, -d)), np.exp(-np.logaddexp(0, d))
 
 
 def _logaddexp_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
