@@ -63,7 +63,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         if isinstance(x, np.ndarray):
             with np.errstate(invalid="ignore"):  # 0 / 0 in a row of all -inf: nan, without a warning
                 e = e / s
-            s = 1
+            s = np.ones((), e.dtype)
             fast = True
 
     def vjp(g: Any) -> tuple[Any, None, None]:
