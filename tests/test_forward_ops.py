@@ -95,3 +95,28 @@ def test_float32_tangents_stay_float32(name: str) -> None:
         return
     out, tangent = lp.jvp(f, [p.astype(np.float32) for p in primals], [t.astype(np.float32) for t in tangents])
     assert out.dtype == np.float32 and tangent.dtype == np.float32, (out.dtype, tangent.dtype)
+
+
+# The limits at +-inf that the VJPs define (docs/operations.md): the forward rules give the same.
+LIMITS: dict[str, tuple[Any, tuple[Any, ...]]] = {
+    "softmax": (lambda x: lp.softmax(x), (np.array([[np.inf, 1.0, np.inf], [-np.inf, 0.0, 2.0]]),)),
+    "log_softmax": (lambda x: lp.log_softmax(x), (np.array([[-np.inf, 0.0, 2.0], [1000.0, -1000.0, 0.0]]),)),
+    "logsumexp": (lambda x: lp.logsumexp(x, axis=1), (np.array([[np.inf, 1.0], [-np.inf, -np.inf]]),)),
+    "softplus": (lp.softplus, (np.array([np.inf, -np.inf, 0.0, 800.0]),)),
+    "sigmoid": (lp.sigmoid, (np.array([np.inf, -np.inf, 1000.0, -1000.0]),)),
+    "gelu": (lp.gelu, (np.array([np.inf, -np.inf, 20.0, -20.0]),)),
+    "logaddexp": (lp.logaddexp, (np.array([np.inf, -np.inf, 0.0]), np.array([np.inf, -np.inf, -np.inf]))),
+    "cross_entropy": (lambda x: lp.losses.cross_entropy(x, np.array([0, 1])),
+                      (np.array([[1000.0, -1000.0, 0.0], [-np.inf, 0.0, 1.0]]),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIMITS))
+def test_forward_rules_keep_the_vjps_limits(name: str) -> None:
+    f, primals = LIMITS[name]
+    tangents = tuple(np.random.default_rng(0).standard_normal(np.shape(p)) for p in primals)
+    out, jt = lp.jvp(f, primals, tangents)
+    jac = lp.jacrev(f, argnums=tuple(range(len(primals))))(*primals)  # from the VJPs
+    want = sum(np.tensordot(j, t, axes=t.ndim) for j, t in zip(jac, tangents))
+    assert np.all(np.isfinite(_out(jt))), _out(jt)
+    np.testing.assert_allclose(_out(jt), want, rtol=1e-12, atol=1e-12)
