@@ -17,8 +17,6 @@ import numpy as np
 
 from . import functional
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401 (installs NumPy dispatch on Tensor)
-from .forward import jvp
-from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
 from .ops import (
     abs,
     add,
@@ -95,10 +93,15 @@ del np
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint"}
+# Forward mode and whole Jacobians load on first use too.
+_LAZY.update({"jvp": "forward", "jacfwd": "jacobians", "jacrev": "jacobians", "jacobian": "jacobians",
+              "hessian": "jacobians", "hvp": "jacobians"})
 
 if TYPE_CHECKING:
     from . import data, datasets, losses, nn, optim
     from .checkpoint import load, save
+    from .forward import jvp
+    from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
 
 
 def __getattr__(name: str) -> Any:
