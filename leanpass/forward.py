@@ -36,34 +36,33 @@ class Sweep:
 
     def __init__(self, roots: Sequence[Any], mask: int, on_tensors: bool, level: int) -> None:
         self.level = level  # the trace level of the transform whose inputs these are
-        seen: dict[int, Tensor] = {}
+        # Each step holds what its node's rule needs, worked out once for all the pushes: the
+        # node's key, its inputs' keys (0, which no tangent has, for a constant or an input this
+        # sweep does not follow), the rule, the output and the inputs (raw arrays at the top
+        # level), the output's shape, and the keys whose last use it is: their tangents are
+        # dropped then (the roots' are kept), so that the arrays of a long chain are reused
+        # rather than all kept to the end.
+        steps: list[list[Any]] = []
+        rules = F.JVPS
+        seen: set[int] = set()
         stack = [r for r in roots if type(r) is Tensor and r._trace & mask]
         while stack:  # (iterative: a graph may be a million nodes deep)
             node = stack.pop()
             s = node._seq
             if s in seen:
                 continue
-            seen[s] = node
-            if node._vjp is not None:
-                for p in node._parents:
-                    if type(p) is Tensor and p._trace & mask:
-                        stack.append(p)
-        # Creation order is an order in which every node comes after its inputs. Each step holds
-        # what its rule needs, worked out once for all the pushes: the node's key, its inputs' keys
-        # (0, which no tangent has, for a constant or an input this sweep does not follow), the
-        # rule, the output and the inputs (raw arrays at the top level), the output's shape, and
-        # the keys whose last use it is: their tangents are dropped then (the roots' are kept),
-        # so that the arrays of a long chain are reused rather than all kept to the end.
-        steps: list[list[Any]] = []
-        last: dict[int, list[Any]] = {}  # key -> the step that uses it last
-        rules = F.JVPS
-        for s in sorted(seen):
-            node = seen[s]
+            seen.add(s)
             vjp = node._vjp
             if vjp is None:  # a leaf: an input of this sweep, or a constant of its level
                 continue
             parents = node._parents
-            keys = tuple([p._seq if type(p) is Tensor and p._trace & mask else 0 for p in parents])
+            keys = []
+            for p in parents:
+                if type(p) is Tensor and p._trace & mask:
+                    keys.append(p._seq)
+                    stack.append(p)
+                else:
+                    keys.append(0)
             if on_tensors:
                 ans: Any = node
                 inputs: tuple[Any, ...] = parents
@@ -74,10 +73,12 @@ class Sweep:
             if rule is None:  # no rule of its own: its VJP, transposed
                 fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
                 rule = functools.partial(_transposed_rule, fn, node._op, parents, on_tensors)
-            step = [s, keys, rule, ans, inputs, node._data.shape, []]
-            for k in keys:
+            steps.append([s, tuple(keys), rule, ans, inputs, node._data.shape, []])
+        steps.sort(key=_first)  # creation order: every node comes after its inputs
+        last: dict[int, list[Any]] = {}  # key -> the step that uses it last
+        for step in steps:
+            for k in step[1]:
                 last[k] = step
-            steps.append(step)
         for r in roots:
             if type(r) is Tensor:
                 last.pop(r._seq, None)
@@ -119,6 +120,10 @@ class Sweep:
                 if getattr(t, "shape", None) != shape:  # a tangent of some inputs only may not span the output yet
                     t = np.broadcast_to(t, shape)
                 tangents[s] = t
+
+
+def _first(step: list[Any]) -> int:
+    return int(step[0])
 
 
 def _transposed_rule(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], on_tensors: bool,
