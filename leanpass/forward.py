@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
-from .engine import reverse_pass
+from .engine import _depth, _level, reverse_pass
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled, _next_seq
-from .transforms import _level, _split_aux, _Traced
+from .transforms import _split_aux, _Traced
 from .tree import _first_difference, tree_flatten, tree_unflatten
 
 
@@ -148,11 +148,14 @@ def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], 
             traces |= v._trace
     # A bit of its own, above those of every live graph and of everything here: the pass below
     # follows g's uses alone, and a transform called by the rule takes a bit above it.
+    # A transform that the replayed VJP calls is recorded (it depends on g), as in a replayed pass.
     level = max(_level.get(), traces.bit_length())
     token = _level.set(level + 1)
+    depth = _depth.set(_depth.get() + 1)
     try:
         return _transposed(fn, name, parents, tangents, on_tensors, 2 << level)
     finally:
+        _depth.reset(depth)
         _level.reset(token)
 
 

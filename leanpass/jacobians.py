@@ -64,7 +64,7 @@ def _outputs(tr: _Traced, has_aux: bool, where: str) -> tuple[Any, Any, list[Any
     for o in out_leaves:
         if type(o) is not Tensor and not isinstance(o, (int, float, np.ndarray, np.generic)):
             raise TypeError(
-                f"{where}: f must return Tensors or arrays (or a pytree of them), but one output is "
+                f"{where}: f must return arrays, Tensors or pytrees of them, but an output is a "
                 f"{type(o).__name__}."
             )
     return out, aux, out_leaves, out_def
@@ -85,10 +85,25 @@ def jacrev(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -
     {'a': array(3.), 'b': array(2.)}
     """
 
+    return _jacrev(f, argnums, has_aux, "jacrev")
+
+
+def jacobian(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """``jacrev`` under the name ``jacobian``: the Jacobian, in reverse mode, with JAX's structure.
+
+    >>> j = jacobian(lambda p: p["w"] * p["b"])({"w": np.array([1.0, 2.0]), "b": 3.0})
+    >>> j["w"], j["b"]
+    (array([[3., 0.],
+           [0., 3.]]), array([1., 2.]))
+    """
+    return _jacrev(f, argnums, has_aux, "jacobian")
+
+
+def _jacrev(f: Callable[..., Any], argnums: Argnums, has_aux: bool, where: str) -> Callable[..., Any]:
     @functools.wraps(f)
     def jac(*args: Any, **kwargs: Any) -> Any:
-        tr = _Traced(f, args, kwargs, argnums, "jacrev")
-        out, aux, out_leaves, out_def = _outputs(tr, has_aux, "jacrev")
+        tr = _Traced(f, args, kwargs, argnums, where)
+        out, aux, out_leaves, out_def = _outputs(tr, has_aux, where)
         rows: list[list[list[list[Any]]]] = []  # [output leaf][argument][leaf] -> rows
         for o in out_leaves:
             data = _data(o)
@@ -114,8 +129,6 @@ def jacrev(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -
 
     return jac
 
-
-jacobian = jacrev
 
 
 def jacfwd(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -> Callable[..., Any]:
@@ -186,13 +199,15 @@ def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
 
     It is forward over reverse: the ``jvp`` of ``grad(f)`` at ``x`` in the direction ``v``.
     ``x`` may be a pytree; ``v`` has its structure and shapes (and is cast to its dtypes); the
-    result has the form of ``grad(f)(x)``.
+    result has the form of ``grad(f)(x)``. A (nested) list of numbers is one array, as in NumPy.
 
     >>> hvp(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
     """
 
     def product(x: Any, v: Any) -> Any:
+        if isinstance(x, (list, tuple)) and all(type(leaf) in (int, float) for leaf in tree_flatten(x)[0]):
+            x = np.asarray(x, dtype=np.float64)
         x_leaves, x_def = tree_flatten(x)
         v_leaves, v_def = ([v], x_def) if x_def.kind is None else tree_flatten(v)  # x one array: v too
         if v_def != x_def:

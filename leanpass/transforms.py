@@ -13,23 +13,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
-from .engine import reverse_pass
+from .engine import _depth, _level, reverse_pass
 from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
 from .tree import tree_flatten, tree_map, tree_unflatten
-
-# How many transformed functions enclose the current code: inside one, results must stay
-# differentiable for the outer transform (a recorded pass).
-_depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
-# How many trace bits are in use: by the enclosing transforms, and by the pull-back that is
-# running (whose rules may call transforms of their own, e.g. a custom op's VJP). A new
-# transform takes the next bit, so it never shares one with a graph that is still live.
-_level: ContextVar[int] = ContextVar("leanpass_trace_level", default=0)
 
 
 def _fresh(x: Any, bit: int, where: str) -> Tensor:

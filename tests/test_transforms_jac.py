@@ -70,13 +70,16 @@ def test_jacobian_edge_cases() -> None:
     np.testing.assert_array_equal(value(j), 2 * np.eye(2))
     empty = lp.jacobian(lambda t: t[:0])(Tensor(x))
     assert type(empty) is Tensor and empty.shape == (0, 2)
-    # a list is a pytree, as in JAX: one block per element
-    j_list = lp.jacobian(lambda t: t[0] * 3.0 + t[1])([1.0, 2.0])
-    assert type(j_list) is list and [float(b) for b in j_list] == [3.0, 1.0]
+    # a list is a pytree (as in JAX): one Jacobian block per leaf
+    j = lp.jacobian(lambda t: t[0] * 3.0 + t[1])([1.0, 2.0])
+    assert isinstance(j, list) and [float(b) for b in j] == [3.0, 1.0]
+    np.testing.assert_array_equal(lp.hvp(lambda t: (t ** 2).sum())([1.0, 2.0], [1.0, 0.0]), [2.0, 0.0])
+    pair = lp.jacobian(lambda t: (t, t * 2.0))(x)  # a tuple output: a tuple of Jacobians
+    assert type(pair) is tuple
+    np.testing.assert_array_equal(pair[1], 2 * np.eye(2))
+    with pytest.raises(TypeError, match="jacobian: f must return arrays"):
+        lp.jacobian(lambda t: "no")(x)
     np.testing.assert_array_equal(lp.hessian(lambda t: (t ** 2).sum())(np.array([1.0, 2.0])), 2 * np.eye(2))
-    np.testing.assert_array_equal(lp.hvp(lambda t: (t ** 2).sum())(np.array([1.0, 2.0]), [1.0, 0.0]), [2.0, 0.0])
-    with pytest.raises(TypeError, match="jacrev: f must return Tensors or arrays"):
-        lp.jacobian(lambda t: (t, "text"))(x)
     with pytest.raises(TypeError, match="floating-point"):
         lp.jacobian(lambda t: t * 2)(np.array([1, 2]))
 
