@@ -32,7 +32,17 @@ from .tree import _first_difference, tree_flatten, tree_unflatten
 
 class Sweep:
     """The nodes between some inputs and ``roots`` that carry ``mask``, in creation order, to push
-    tangents through: once for ``jvp``, once per input direction for ``jacfwd``."""
+    tangents through: once for ``jvp``, once per input direction for ``jacfwd``.
+
+    ``on_tensors`` runs the rules on the recorded Tensors (inside another transform), else on
+    their raw arrays; ``level`` is the trace level of the transform that recorded the nodes.
+
+    >>> import leanpass as lp
+    >>> x = lp.Tensor([1.0, 2.0], requires_grad=True)  # trace bit 1
+    >>> y = x * x
+    >>> Sweep([y], 1, False, 0).push({x._seq: np.array([1.0, 0.5])})[y._seq]
+    array([2., 2.])
+    """
 
     def __init__(self, roots: Sequence[Any], mask: int, on_tensors: bool, level: int) -> None:
         self.level = level  # the trace level of the transform whose inputs these are
@@ -141,6 +151,10 @@ def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], 
     summed, and one reverse pass pulls back to ``g``. It costs a replay of the op and its VJP
     and a pass over what that records: a direct rule in ``functional.JVPS`` is cheaper, and is
     written for every built-in op. Inside another transform everything here is recorded too.
+
+    >>> from leanpass import functional as F
+    >>> transposed_vjp(F.exp, "exp", (np.array([0.0, 1.0]),), (np.array([2.0, 1.0]),), False)  # t * exp(x)
+    array([2.        , 2.71828183])
     """
     traces = 0
     for v in (*parents, *tangents):
