@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_ops_helpers import bshapes, normal, seeds
+from test_random_programs import SHAPE, Y_SHAPES, _held, _program, steps
 
 import leanpass as lp
 from leanpass import Tensor
@@ -145,6 +146,25 @@ def test_hessians_agree_in_every_mode(program: Any) -> None:
             nj = (x, y)[j].ndim  # h[j][i] has the axes of (x, y)[j] first
             perm = tuple(range(nj, h[i][j].ndim)) + tuple(range(nj))
             np.testing.assert_allclose(h[i][j], np.transpose(h[j][i], perm), rtol=1e-9, atol=1e-10)
+
+
+@PROPS
+@given(steps, st.sampled_from(Y_SHAPES), st.integers(0, 2**16))
+def test_jvp_of_random_programs_is_the_gradient_along_the_tangent(plan: Any, y_shape: Any, seed: int) -> None:
+    # the programs of test_random_programs.py (a custom op whose rule calls grad, stop_gradient, ...)
+    rng = np.random.default_rng(seed)
+    x, y = rng.uniform(-1.5, 1.5, SHAPE), rng.uniform(-1.5, 1.5, y_shape)
+    tx, ty = rng.standard_normal(SHAPE), rng.standard_normal(y_shape)
+    f = _program(plan)
+    _held.values, _held.replay = [], None
+    both = lp.grad(f, argnums=(0, 1))
+    gx, gy = both(x, y)
+    _, t = lp.jvp(f, (x, y), (tx, ty))
+    assert float(arr(t)) == pytest.approx(inner(gx, tx) + inner(gy, ty), rel=1e-9, abs=1e-11)
+    _, (hx, hy) = lp.jvp(both, (x, y), (tx, ty))  # forward over reverse = reverse over reverse
+    rx, ry = lp.grad(lambda a, b: sum((g * d).sum() for g, d in zip(both(a, b), (tx, ty))), argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(arr(hx), arr(rx), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(arr(hy), arr(ry), rtol=1e-9, atol=1e-10)
 
 
 # ----- values by hand ------------------------------------------------------------------------------------------
