@@ -211,6 +211,9 @@ def _tangent_seed(primal: Tensor, tangent: Any, arg: int, nested: bool) -> Any:
     elif isinstance(tangent, (np.ndarray, np.generic)):
         t = np.array(tangent)
         dtype, shape = t.dtype, t.shape
+    elif hasattr(tangent, "shape") and hasattr(tangent, "dtype"):  # an array stand-in (vmap's): immutable
+        t = tangent
+        dtype, shape = tangent.dtype, tangent.shape
     else:
         try:
             t = np.array(tangent, dtype=pdata.dtype)
