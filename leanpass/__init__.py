@@ -50,7 +50,6 @@ from .ops import (
     relu,
     reshape,
     sigmoid,
-    sign,
     sin,
     softmax,
     softplus,
@@ -69,6 +68,12 @@ from .ops import (
     var,
     where,
 )
+from .ops_arrays import *  # noqa: F403 - NumPy's array-arranging functions (vstack, tile, diagonal, ...)
+from .ops_arrays import __all__ as _arrays_all
+from .ops_contract import *  # noqa: F403 - NumPy's products (dot, tensordot, kron, cross, ...)
+from .ops_contract import __all__ as _contract_all
+from .ops_math import *  # noqa: F403 - NumPy's math (log1p, arctan2, erf, prod, cumsum, sort, median, ...)
+from .ops_math import __all__ as _math_all
 from .tensor import ConversionError, Tensor, apply, no_grad, stop_gradient
 from .transforms import grad, value_and_grad, vjp
 from .tree import register_pytree, tree_flatten, tree_map, tree_unflatten
@@ -82,10 +87,11 @@ __all__ = [
     "abs", "add", "astype", "broadcast_to", "clip", "concatenate", "cos", "divide", "einsum",
     "exp", "expand_dims", "flatten", "gelu", "leaky_relu", "linear", "log", "log_softmax", "logaddexp",
     "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
-    "permute", "power", "relu", "reshape", "sigmoid", "sign", "sin", "softmax", "softplus",
+    "permute", "power", "relu", "reshape", "sigmoid", "sin", "softmax", "softplus",
     "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
     "tanh", "transpose", "var", "where",
 ]
+__all__ += [*_math_all, *_contract_all, *_arrays_all]
 __all__ += ["jvp", "jacfwd", "jacrev"]
 del np
 

@@ -57,7 +57,7 @@ def test_jvp_of_every_op_matches_finite_differences(name: str) -> None:
     np.testing.assert_allclose(_out(tangent), (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", sorted(F.JVPS))  # (the other ops' rules are the transposed ones)
 def test_direct_rule_matches_the_rule_transposed_from_the_vjp(name: str) -> None:
     f, primals, tangents = _setup(name, seed=1)
     args = list(SAMPLES[name](np.random.default_rng(1)))

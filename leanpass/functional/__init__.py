@@ -21,11 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from . import binary as _binary
+from . import elementwise as _elementwise
 from . import losses as _losses
 from . import reductions as _reductions
 from . import shapes as _shapes
 from . import unary as _unary
 from ._broadcast import unbroadcast as unbroadcast
+from ._tangent import from_derivatives, of_first
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
@@ -43,6 +45,9 @@ from .shapes import (
     transpose,
     unindex,
     where,
+)
+from .shapes import (
+    einsum_subscripts as einsum_subscripts,
 )
 from .unary import (
     abs,
@@ -83,13 +88,27 @@ OPS: dict[str, Callable[..., Any]] = {
     },
 }
 
+# NumPy's elementwise functions, made from the table ``elementwise.ELEMENTWISE`` (log1p, arctan2, ...).
+from .elementwise import *  # noqa: E402, F403 - log1p, arctan2, erf, ... (their names are in elementwise.__all__)
+
+OPS.update(_elementwise.OPS)
+from .scans import cumprod, cumsum, prod  # noqa: E402
+
+OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
+
 # Forward-mode rules, each beside its op's VJP: op name -> ``rule(tangents, ans, *inputs)`` (see
 # ``_tangent.py``). An op without one gets its rule from its VJP, transposed (leanpass/forward.py).
+# The ops of the ELEMENTWISE table get theirs from its derivatives (``t * d(x, ans)``); prod and
+# cumprod none: their VJPs (exact at zeros) are transposed.
 JVPS: dict[str, Callable[..., Any]] = {
     **_binary.JVPS, **_unary.JVPS, **_reductions.JVPS, **_shapes.JVPS, **_losses.JVPS,
+    **{name: from_derivatives(ds, name in _elementwise._QUIET) for name, (_, ds) in _elementwise.ELEMENTWISE.items()},
+    "cumsum": of_first(cumsum),
 }
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
+TAKES_NEED = TAKES_NEED | _elementwise.BINARY
 
-__all__ = sorted(["OPS", "JVPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])
+__all__ = sorted(["OPS", "JVPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast",
+                  *(f.__name__ for f in OPS.values())])

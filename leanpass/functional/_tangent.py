@@ -13,8 +13,13 @@ Tensors (and is recorded) when the forward pass is itself differentiated.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+
+_NO_CONTEXT = contextlib.nullcontext()
 
 
 def total(*terms: Any) -> Any:
@@ -47,3 +52,32 @@ def of_first(op: Callable[..., Any]) -> Callable[..., Any]:
     rule.__name__ = f"{op.__name__}_jvp"
     rule.__doc__ = f"Forward-mode rule of ``{op.__name__}``: ``{op.__name__}`` of the tangent (the op is linear)."
     return rule
+
+
+def from_derivatives(derivatives: tuple[Callable[..., Any], ...], quiet: bool = False) -> Callable[..., Any]:
+    """The rule of an elementwise op declared by its derivatives, as in ``ELEMENTWISE``:
+    ``d(x, ans)`` for one input (``t * d``), ``(dx(x, y, ans), dy(x, y, ans))`` for two (``tx * dx +
+    ty * dy``): the same derivatives that make its VJP (``g * d``). ``quiet`` silences NumPy's
+    warnings where the inputs leave the domain, as the op does.
+
+    >>> import numpy as np
+    >>> rule = from_derivatives((lambda x, ans: 2 * x,))  # x ** 2
+    >>> rule((np.array([1.0, 0.5]),), None, np.array([3.0, 4.0]))
+    array([6., 4.])
+    """
+    if len(derivatives) == 1:
+        d = derivatives[0]
+
+        def unary(tangents: tuple[Any, ...], ans: Any, x: Any, *params: Any) -> Any:
+            with np.errstate(divide="ignore", invalid="ignore") if quiet else _NO_CONTEXT:
+                return tangents[0] * d(x, ans)
+
+        return unary
+    dx, dy = derivatives
+
+    def binary(tangents: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:
+        tx, ty = tangents
+        with np.errstate(divide="ignore", invalid="ignore") if quiet else _NO_CONTEXT:
+            return total(None if tx is None else tx * dx(x, y, ans), None if ty is None else ty * dy(x, y, ans))
+
+    return binary
