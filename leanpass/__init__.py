@@ -99,12 +99,13 @@ del np
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint"}
+_LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
 # Forward mode and whole Jacobians load on first use too.
 _LAZY.update({"jvp": "forward", "jacfwd": "jacobians", "jacrev": "jacobians", "jacobian": "jacobians",
               "hessian": "jacobians", "hvp": "jacobians"})
 
 if TYPE_CHECKING:
-    from . import data, datasets, losses, nn, optim
+    from . import data, datasets, linalg, losses, nn, optim, special, stats
     from .checkpoint import load, save
     from .forward import jvp
     from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
@@ -123,3 +124,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
+__all__ += ["linalg", "special", "stats"]

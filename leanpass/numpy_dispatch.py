@@ -139,11 +139,13 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     elif method == "reduce" and ufunc in _REDUCES:
         _check_kwargs(name, kwargs, ("axis", "keepdims"))
         return _REDUCES[ufunc](inputs[0], axis=kwargs.get("axis", 0), keepdims=bool(kwargs.get("keepdims", False)))
-    if not name.startswith("np."):
-        raise TypeError(
+    if not name.startswith("np."):  # a SciPy ufunc, say: name the LeanPass function where there is one
+        from .special import scipy_ufunc_hint
+
+        raise TypeError(scipy_ufunc_hint(ufunc) or (
             f"{name} is not differentiable in LeanPass: it cannot see through a Tensor. LeanPass has "
             "lp.special and lp.stats for the common SciPy functions; or call it on t.detach() for a constant."
-        )
+        ))
     raise TypeError(f"{name} is not differentiable in LeanPass. {_HINT}")
 
 
@@ -270,6 +272,36 @@ _FUNCTIONS: dict[Any, tuple[Callable[..., Any], tuple[str, ...]]] = {
     np.argmin: (lambda a, axis=None, **kw: np.argmin(_value(a), axis=axis, **kw), ("axis", "keepdims")),
     np.argsort: (lambda a, axis=-1, **kw: np.argsort(_value(a), axis=axis, **kw), ("axis", "kind", "stable")),
 }
+
+
+def _linalg(name: str) -> Callable[..., Any]:
+    """The function of ``leanpass.linalg`` called ``name`` (the module loads on first use)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        from . import linalg
+
+        return getattr(linalg, name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+# np.linalg on Tensors (leanpass/linalg.py): each entry lists the keyword arguments NumPy's takes.
+_FUNCTIONS.update({
+    np.linalg.inv: (_linalg("inv"), ()),
+    np.linalg.det: (_linalg("det"), ()),
+    np.linalg.slogdet: (_linalg("slogdet"), ()),
+    np.linalg.solve: (_linalg("solve"), ()),
+    np.linalg.cholesky: (_linalg("cholesky"), ("upper",)),
+    np.linalg.eigh: (_linalg("eigh"), ("UPLO",)),
+    np.linalg.eigvalsh: (_linalg("eigvalsh"), ("UPLO",)),
+    np.linalg.svd: (_linalg("svd"), ("full_matrices", "compute_uv", "hermitian")),
+    np.linalg.qr: (_linalg("qr"), ("mode",)),
+    np.linalg.pinv: (_linalg("pinv"), ("rcond", "hermitian")),
+    np.linalg.matrix_power: (_linalg("matrix_power"), ("n",)),
+    np.linalg.lstsq: (_linalg("lstsq"), ("rcond",)),
+    np.linalg.norm: (_linalg("norm"), ("ord", "axis", "keepdims")),
+})
 
 
 # ----- NumPy's math, reductions, products and array arranging (ops_math, ops_contract, ops_arrays) ------

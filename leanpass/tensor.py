@@ -674,6 +674,14 @@ def _escape(t: Tensor, what: str) -> ConversionError:
     where = ("is being differentiated (inside grad / value_and_grad / vjp / jacobian)" if t._trace > 1
              else "requires grad")
     caller = _foreign_caller()
+    if caller is not None and caller.startswith("scipy"):
+        from .special import _scipy_hint  # (the error path only: it walks the stack)
+
+        named = _scipy_hint()
+        if named is not None:
+            return ConversionError(
+                f"{what}: {named.rstrip('.')}. If a constant is meant, pass t.detach() or lp.stop_gradient(t)."
+            )
     via = f", called by {caller} (which LeanPass cannot see through)" if caller else ""
     hint = (
         " LeanPass has lp.special and lp.stats for the common SciPy functions, and NumPy's own "

@@ -179,3 +179,11 @@ SAMPLES = {**BASE, **SAMPLES}
 def differentiable(args: tuple[Any, ...]) -> list[int]:
     """The positions of the float arrays among an op's arguments: its differentiable inputs."""
     return [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+
+
+def every_sample() -> dict[str, Sample]:
+    """The samples of every op, this file's and ``tests/op_samples_linalg_special.py``'s, keyed by
+    the op's name or ``name/variant`` (the walks over ``functional.OPS`` read this)."""
+    from op_samples_linalg_special import SAMPLES as LINALG_SPECIAL
+
+    return {**SAMPLES, **LINALG_SPECIAL}

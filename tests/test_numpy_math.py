@@ -140,7 +140,8 @@ def test_erf_and_erfc_match_scipy_to_float64_precision() -> None:
     np.testing.assert_allclose(value(lp.erf(Tensor(x))), scipy.special.erf(x), rtol=2e-15, atol=1e-300)
     np.testing.assert_allclose(value(lp.erfc(Tensor(x))), scipy.special.erfc(x), rtol=3e-14)
     far = np.linspace(6.0, 26.0, 401)  # erfc is tiny there and still relatively accurate
-    np.testing.assert_allclose(value(lp.erfc(Tensor(far))), scipy.special.erfc(far), rtol=3e-14)
+    # (against the C library's erfc: SciPy's own errs by up to 5e-14 there)
+    np.testing.assert_allclose(value(lp.erfc(Tensor(far))), np.vectorize(math.erfc)(far), rtol=3e-15)
     assert value(lp.erf(Tensor(np.array([np.inf, -np.inf])))).tolist() == [1.0, -1.0]
     x32 = np.linspace(-3, 3, 7, dtype=np.float32)
     assert lp.erf(Tensor(x32)).dtype == np.float32 and lp.erfc(Tensor(x32)).dtype == np.float32

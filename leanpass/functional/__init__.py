@@ -29,6 +29,7 @@ from . import unary as _unary
 from ._broadcast import unbroadcast as unbroadcast
 from ._tangent import from_derivatives, of_first
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
+from .linalg import cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
@@ -49,6 +50,7 @@ from .shapes import (
 from .shapes import (
     einsum_subscripts as einsum_subscripts,
 )
+from .special import betaln, digamma, erfinv, gammaln, log_ndtr, logit, ndtr, polygamma, xlog1py, xlogy
 from .unary import (
     abs,
     clip,
@@ -86,6 +88,10 @@ OPS: dict[str, Callable[..., Any]] = {
             squeeze, stack, std, sum, swapaxes, tanh, transpose, unindex, var, where,
         )
     },
+    # linear algebra (linalg.py)
+    **{f.__name__: f for f in (cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd)},
+    # special functions (special.py)
+    **{f.__name__: f for f in (betaln, digamma, erfinv, gammaln, log_ndtr, logit, ndtr, polygamma, xlog1py, xlogy)},
 }
 
 # NumPy's elementwise functions, made from the table ``elementwise.ELEMENTWISE`` (log1p, arctan2, ...).
@@ -109,6 +115,7 @@ JVPS: dict[str, Callable[..., Any]] = {
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
 TAKES_NEED = TAKES_NEED | _elementwise.BINARY
+TAKES_NEED |= {"solve"}
 
 __all__ = sorted(["OPS", "JVPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast",
                   *(f.__name__ for f in OPS.values())])

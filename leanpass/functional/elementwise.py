@@ -111,7 +111,12 @@ def _erfc_pair(x: Any) -> tuple[Any, Any]:
     frac = b
     for k in range(100, 0, -1):
         frac = b + (k / 2) / frac
-    large = np.exp(-b * b) / (math.sqrt(math.pi) * frac)
+    # exp(-b**2) with b = hi + lo, hi a multiple of 1/16 (hi**2 exact): the rounding of b**2 would
+    # cost erfc's tail b**2 ulps (5e-14 relative at b = 25)
+    # (b capped at 30, where erfc has long underflowed to 0, so that inf gives 0, not inf - inf)
+    c = np.minimum(b, 30.0)
+    hi = np.round(c * 16) / 16
+    large = np.exp(-hi * hi) * np.exp(-(c - hi) * (c + hi)) / (math.sqrt(math.pi) * frac)
     return small, large
 
 
