@@ -52,7 +52,10 @@ def _block(pieces: list[Any], axis: int, shape: tuple[int, ...], like: Any, dtyp
     if nested or any(type(p) is Tensor for p in pieces):
         from .ops import stack
 
-        t = stack(pieces, axis=axis).reshape(shape)
+        # one piece (the gradient of a scalar: the inner half of a Hessian) is only reshaped
+        t = (pieces[0] if type(pieces[0]) is Tensor else _const(pieces[0])) if len(pieces) == 1 else stack(
+            pieces, axis=axis)
+        t = t.reshape(shape)
         return t if nested else _const(t._data)
     out = np.stack([np.asarray(p, dtype) for p in pieces], axis=axis).reshape(shape)
     return _const(out) if type(like) is Tensor else out
