@@ -100,6 +100,7 @@ del np
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint"}
 _LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
+_LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
 # Forward mode and whole Jacobians load on first use too.
 _LAZY.update({"jvp": "forward", "jacfwd": "jacobians", "jacrev": "jacobians", "jacobian": "jacobians",
               "hessian": "jacobians", "hvp": "jacobians"})
@@ -109,6 +110,7 @@ if TYPE_CHECKING:
     from .checkpoint import load, save
     from .forward import jvp
     from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
+    from .tracing import jit
 
 
 def __getattr__(name: str) -> Any:
@@ -125,3 +127,4 @@ def __getattr__(name: str) -> Any:
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
 __all__ += ["linalg", "special", "stats"]
+__all__ += ["jit"]

@@ -104,8 +104,9 @@ OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
 
 # Forward-mode rules, each beside its op's VJP: op name -> ``rule(tangents, ans, *inputs)`` (see
 # ``_tangent.py``). An op without one gets its rule from its VJP, transposed (leanpass/forward.py).
-# The ops of the ELEMENTWISE table get theirs from its derivatives (``t * d(x, ans)``); prod and
-# cumprod none: their VJPs (exact at zeros) are transposed.
+# The ops of the ELEMENTWISE table get theirs from its derivatives (``t * d(x, ans)``); ``**``,
+# prod and cumprod none: their VJPs (the limits of ``x ** y`` at 0 and inf; exact at zeros) are
+# transposed.
 JVPS: dict[str, Callable[..., Any]] = {
     **_binary.JVPS, **_unary.JVPS, **_reductions.JVPS, **_shapes.JVPS, **_losses.JVPS,
     **{name: from_derivatives(ds, name in _elementwise._QUIET) for name, (_, ds) in _elementwise.ELEMENTWISE.items()},

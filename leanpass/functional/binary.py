@@ -6,7 +6,8 @@ cotangent per input, ``None`` where ``need`` says that input's gradient is not w
 layer passes ``need`` so that, for example, a batch of data never costs a gradient.
 
 Below each VJP is the op's forward-mode rule ``_<op>_jvp(tangents, ans, x, y)`` (see
-``_tangent.py``), registered in ``JVPS`` at the end.
+``_tangent.py``), registered in ``JVPS`` at the end; ``**`` has none (its VJP, with the limits at
+0 and inf, is transposed: ``leanpass.forward.transposed_vjp``).
 
 Each rule sits right under its op as ``_<op>_vjp(saved..., g)``, and the op returns it bound to
 what it saved: ``MethodType(rule, saved)`` when that is one value (the rule becomes a method of
@@ -202,36 +203,41 @@ def power(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 
 def _power_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
-    gx = unbroadcast(_times_slope(g, x, y), x) if need[0] else None
-    gy = unbroadcast(g * ans * _power_log(x), y) if need[1] else None
+    # Points where the value is flat at 0 although a factor of a slope is infinite (x**+-inf,
+    # inf**y for y < 0): the slopes are 0 there, their limit. They are computed from safe
+    # stand-in values (1) at those points and then set to 0, so that no order sees 0 * inf.
+    # A positive finite Python exponent (x ** 2) has none.
+    flat: Any = False
+    x0, y0 = x, y  # (the shapes the cotangents are summed back to)
+    if not (type(y) in NUMBER and 0 < y < math.inf):
+        flat = (ans == 0) & (np.isinf(x) | np.isinf(y))
+        if not np.any(flat):
+            flat = False
+    if flat is not False:
+        x = np.where(flat, 1, x)
+        y = np.where(flat, 1, y)
+    gx = gy = None
+    if need[0]:
+        if type(y) in NUMBER and y == 0:  # x**0 of a constant 0: no x**-1 (inf at 0) anywhere
+            gx = unbroadcast(g * 0, x0)
+        else:
+            # Where y == 0 and x == 0, 0**-1 is inf and y * inf is nan: take the base as 1 there
+            # (the slope y * 1 is then 0, as it should be). Elsewhere y * x**(y-1) is exact,
+            # also at y == 0, where it is 0 with the right derivative in y.
+            zero = (y == 0) & (x == 0)
+            base = np.where(zero, 1, x) if np.any(zero) else x
+            with np.errstate(divide="ignore", invalid="ignore"):
+                slope = y * base ** (y - 1)
+            gx = unbroadcast(g * (slope if flat is False else np.where(flat, 0, slope)), x0)
+    if need[1]:
+        # 0 where x <= 0 (no real log), computed from log(1) there
+        if isinstance(x, (int, float)):  # a Python number stays weakly typed (float32 stays float32)
+            slope_y: Any = ans * math.log(x) if x > 0 else np.zeros_like(ans)
+        else:
+            positive = x > 0
+            slope_y = np.where(positive, np.where(positive, ans, 0) * np.log(np.where(positive, x, 1)), 0)
+        gy = unbroadcast(g * (slope_y if flat is False else np.where(flat, 0, slope_y)), y0)
     return gx, gy
-
-
-def _times_slope(g: Any, x: Any, y: Any) -> Any:
-    """``g`` (a cotangent or a tangent) times d(x**y)/dx, ``y * x**(y-1)``.
-
-    Where ``y == 0`` and ``x == 0``, 0**-1 is inf and y * inf is nan: the base is taken as 1
-    there (the slope y * 1 is then 0, as it should be). Elsewhere y * x**(y-1) is exact, also at
-    y == 0, where it is 0 with the right derivative in y."""
-    if type(y) in NUMBER and y == 0:  # x**0 of a constant 0: no x**-1 (inf at 0) anywhere
-        return g * 0
-    zero = (y == 0) & (x == 0)
-    base = np.where(zero, 1, x) if np.any(zero) else x
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return g * (y * base ** (y - 1))
-
-
-def _power_log(x: Any) -> Any:
-    """``log(x)`` for d(x**y)/dy = ``x**y log(x)``, and 0 where ``x <= 0`` (no real log there)."""
-    if isinstance(x, (int, float)):  # a Python number stays weakly typed (float32 stays float32)
-        return math.log(x) if x > 0 else 0.0
-    return np.log(np.where(x > 0, x, 1))
-
-
-def _power_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
-    tx, ty = ts
-    return total(None if tx is None else _times_slope(tx, x, y),
-                 None if ty is None else ty * ans * _power_log(x))
 
 
 def matmul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
@@ -363,8 +369,8 @@ def _select_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]
 
 def _select_weights(x: Any, y: Any, ans: Any, dtype: Any) -> tuple[Any, Any]:
     """maximum's and minimum's derivatives: 1 for the chosen input, 1/2 each on a tie."""
-    wx = np.asarray(x == ans, dtype=dtype)
-    wy = np.asarray(y == ans, dtype=dtype)
+    wx = (x == ans).astype(dtype)  # (a comparison of Tensors is a NumPy value)
+    wy = (y == ans).astype(dtype)
     both = wx + wy
     return wx / both, wy / both
 
@@ -415,6 +421,6 @@ def _logaddexp_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
 
 # Forward-mode rules by op name (functional.JVPS gathers them from every module).
 JVPS: dict[str, Callable[..., Any]] = {
-    "+": _add_jvp, "-": _sub_jvp, "*": _mul_jvp, "/": _div_jvp, "**": _power_jvp, "@": _matmul_jvp,
+    "+": _add_jvp, "-": _sub_jvp, "*": _mul_jvp, "/": _div_jvp, "@": _matmul_jvp,
     "linear": _linear_jvp, "maximum": _select_jvp, "minimum": _select_jvp, "logaddexp": _logaddexp_jvp,
 }

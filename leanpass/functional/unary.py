@@ -345,12 +345,12 @@ def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
 
 
 def _clip_vjp(x: Any, ans: Any, g: Any) -> tuple[Any]:
-    return (unbroadcast(g * np.asarray(ans == x, dtype=g.dtype), x),)
+    return (unbroadcast(g * (ans == x).astype(g.dtype), x),)
 
 
 def _clip_jvp(ts: Tangents, ans: Any, x: Any, lo: Any, hi: Any) -> Any:
     t = ts[0]  # (the bounds are constants, as in the VJP)
-    return None if t is None else t * np.asarray(ans == x, dtype=t.dtype)
+    return None if t is None else t * (ans == x).astype(t.dtype)
 
 
 # Forward-mode rules by op name (functional.JVPS gathers them from every module).
