@@ -348,3 +348,13 @@ def test_jvp_bad_input_names_the_problem() -> None:
     # a Python number takes its primal's dtype
     _, t = lp.jvp(lambda a: a * 2.0, (np.float32(1.0),), (1.0,))
     assert arr(t) == 2.0 and t.dtype == np.float32
+
+
+def test_jit_of_forward_mode_and_hessians() -> None:
+    f = lambda a: (lp.tanh(a) * a).sum() + (a ** 3).sum()  # noqa: E731
+    x, v = np.array([0.3, -0.2, 1.0]), np.array([1.0, 0.5, -1.0])
+    tangent = lp.jit(lambda a: lp.jvp(f, (a,), (v,))[1])
+    for z in (x, 2 * x):  # (the second call replays the first one's trace)
+        assert float(arr(tangent(z))) == pytest.approx(float(arr(lp.jvp(f, (z,), (v,))[1])), rel=1e-12)
+    np.testing.assert_allclose(lp.jit(lambda a: lp.hvp(f)(a, v))(x), lp.hvp(f)(x, v), rtol=1e-12)
+    np.testing.assert_allclose(lp.jit(lp.hessian(f))(x), lp.hessian(f)(x), rtol=1e-12)
