@@ -1,11 +1,12 @@
 """Sample inputs for every op in ``functional.OPS``: the one place the walks over the table read.
 
-``SAMPLES[name](rng)`` returns the positional arguments of ``functional.OPS[name]``: float64 arrays
-(the differentiable inputs) inside each function's domain and away from its kinks, ties and jumps,
-then any constant parameters (``axis``, an index, labels). ``DOMAINS[name](rng, shape)`` gives one
-such input of any shape for NumPy's math (``functional.ELEMENTWISE``). A walk over ``OPS``
-(``test_forward_ops.py``, ...) fails for an op without an entry here, so an op added to ``OPS``
-needs one too.
+``SAMPLES[name](rng)`` returns the positional arguments of ``functional.OPS[name]`` for NumPy's math
+(``functional.ELEMENTWISE``, ``prod``, ``cumsum``, ``cumprod``, ``einsum``): float64 arrays (the
+differentiable inputs) inside each function's domain and away from its kinks and jumps, then any
+constant parameters. ``DOMAINS[name](rng, shape)`` gives one such input of any shape.
+``every_sample()`` gathers every op's samples (the core ops' from ``samples_core.py``, linalg's
+and special's from ``op_samples_linalg_special.py``) for the walks over ``OPS``
+(``test_forward_ops.py``), which fail for an op without one.
 
 >>> import numpy as np
 >>> from leanpass import functional as F
@@ -99,91 +100,15 @@ SAMPLES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
 }
 
 
-def _n(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return rng.standard_normal(shape)
-
-
-def _away(rng: np.random.Generator, *shape: int, gap: float = 0.2) -> np.ndarray:
-    """Normal values at least ``gap`` from 0 (no kink of relu, abs, ... is near)."""
-    x = rng.standard_normal(shape)
-    return np.where(np.abs(x) < gap, np.sign(x + 1e-12) * (gap + np.abs(x)), x)
-
-
-def _pos(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return rng.uniform(0.5, 2.0, shape)
-
-
-def _distinct(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    """Values at least 0.1 apart, shuffled (no ties, so max and min are smooth there)."""
-    n = int(np.prod(shape))
-    return ((rng.permutation(n) - n / 2) * 0.1 + 0.03).reshape(shape)
-
-
-# The ops written by hand (binary, unary, reductions, shapes, losses).
-BASE: dict[str, Sample] = {
-    "+": lambda r: (_n(r, 2, 3), _n(r, 3)),
-    "-": lambda r: (_n(r, 3), _n(r, 2, 3)),
-    "*": lambda r: (_n(r, 2, 1), _n(r, 3)),
-    "/": lambda r: (_n(r, 2, 3), _pos(r, 3)),
-    "**": lambda r: (_pos(r, 2, 3), _n(r, 3)),
-    "@": lambda r: (_n(r, 2, 3), _n(r, 3, 4)),
-    "neg": lambda r: (_n(r, 3),),
-    "cross_entropy": lambda r: (_n(r, 4, 3), np.array([0, 2, 1, 2])),
-    "abs": lambda r: (_away(r, 2, 3),),
-    "astype": lambda r: (_n(r, 3), np.dtype(np.float64)),
-    "broadcast_to": lambda r: (_n(r, 3), (2, 3)),
-    "clip": lambda r: (np.array([-1.5, -0.3, 0.2, 0.6, 2.0]), -0.5, 1.0),
-    "concatenate": lambda r: (1, _n(r, 2, 2), _n(r, 2, 3)),
-    "cos": lambda r: (_n(r, 2, 3),),
-    "einsum": lambda r: ("ij,jk->ik", _n(r, 2, 3), _n(r, 3, 2)),  # (SAMPLES has one with a diagonal)
-    "exp": lambda r: (_n(r, 2, 3),),
-    "expand_dims": lambda r: (_n(r, 2, 3), 1),
-    "gelu": lambda r: (_n(r, 2, 3),),
-    "getitem": lambda r: (_n(r, 3, 4), (np.array([0, 2, 0]), slice(1, 3))),
-    "identity": lambda r: (_n(r, 3),),
-    "leaky_relu": lambda r: (_away(r, 2, 3), 0.1),
-    "linear": lambda r: (_n(r, 2, 3), _n(r, 3, 4), _n(r, 4)),
-    "log": lambda r: (_pos(r, 2, 3),),
-    "log_softmax": lambda r: (_n(r, 2, 3), -1),
-    "logaddexp": lambda r: (_n(r, 2, 3), _n(r, 3)),
-    "logsumexp": lambda r: (_n(r, 2, 3), 1, False),
-    "max": lambda r: (_distinct(r, 2, 3), 0, False),
-    "maximum": lambda r: (_distinct(r, 2, 3), _distinct(r, 2, 3) + 0.05),
-    "mean": lambda r: (_n(r, 2, 3), (0, 1), True),
-    "min": lambda r: (_distinct(r, 2, 3), None, False),
-    "minimum": lambda r: (_distinct(r, 2, 3), _distinct(r, 3) + 0.025),  # (off the first one's grid: no ties)
-    "relu": lambda r: (_away(r, 2, 3),),
-    "reshape": lambda r: (_n(r, 2, 3), (3, 2)),
-    "sigmoid": lambda r: (_n(r, 2, 3),),
-    "sin": lambda r: (_n(r, 2, 3),),
-    "softmax": lambda r: (_n(r, 2, 3), 0),
-    "softplus": lambda r: (_n(r, 2, 3),),
-    "sqrt": lambda r: (_pos(r, 2, 3),),
-    "square": lambda r: (_n(r, 2, 3),),
-    "squeeze": lambda r: (_n(r, 2, 1, 3), 1),
-    "stack": lambda r: (1, _n(r, 2, 3), _n(r, 2, 3)),
-    "std": lambda r: (_n(r, 3, 4), 1, 1, False),
-    "sum": lambda r: (_n(r, 2, 3), 1, False),
-    "swapaxes": lambda r: (_n(r, 2, 3, 4), 0, 2),
-    "tanh": lambda r: (_n(r, 2, 3),),
-    "transpose": lambda r: (_n(r, 2, 3, 4), (2, 0, 1)),
-    "unindex": lambda r: (_n(r, 3), np.array([0, 2, 0]), (4,)),
-    "var": lambda r: (_n(r, 3, 4), None, 0, False),
-    "where": lambda r: (np.array([True, False, True]), _n(r, 2, 3), _n(r, 3)),
-}
-
-
-SAMPLES = {**BASE, **SAMPLES}
-
-
 def differentiable(args: tuple[Any, ...]) -> list[int]:
     """The positions of the float arrays among an op's arguments: its differentiable inputs."""
     return [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
 
 
 def every_sample() -> dict[str, Sample]:
-    """The samples of every op, this file's and ``tests/op_samples_linalg_special.py``'s, keyed by
-    the op's name or ``name/variant`` (the walks over ``functional.OPS`` read this)."""
+    """The samples of every op, keyed by the op's name or ``name/variant``: ``tests/samples_core.py``'s
+    (the core ops), this file's (NumPy's math) and ``tests/op_samples_linalg_special.py``'s."""
     from op_samples_linalg_special import SAMPLES as LINALG_SPECIAL
+    from samples_core import SAMPLES as CORE
 
-    return {**SAMPLES, **LINALG_SPECIAL}
+    return {**CORE, **SAMPLES, **LINALG_SPECIAL}

@@ -55,11 +55,12 @@ def test_every_op_has_samples() -> None:
 def test_jvp_of_every_op_matches_finite_differences(name: str) -> None:
     f, primals, tangents = _setup(name)
     out, tangent = lp.jvp(f, primals, tangents)
-    eps = 1e-6
+    single = out.dtype == np.float32  # (an op that casts to float32: differences in its precision)
+    eps, tol = (1e-3, 1e-4) if single else (1e-6, 1e-6)
     plus = _out(f(*[Tensor(p + eps * t) for p, t in zip(primals, tangents)]))
     minus = _out(f(*[Tensor(p - eps * t) for p, t in zip(primals, tangents)]))
     assert tangent.shape == out.shape and tangent.dtype == out.dtype
-    np.testing.assert_allclose(_out(tangent), (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(_out(tangent), (plus - minus) / (2 * eps), rtol=tol, atol=tol * 1e-2)
 
 
 @pytest.mark.parametrize("name", [k for k in NAMES if op(k) in F.JVPS])  # (the others' rules are the transposed)
@@ -96,8 +97,6 @@ def test_forward_over_reverse_matches_reverse_over_reverse(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_float32_tangents_stay_float32(name: str) -> None:
     f, primals, tangents = _setup(name, seed=4)
-    if name == "astype":  # its sample casts to float64 on purpose
-        return
     out, tangent = lp.jvp(f, [p.astype(np.float32) for p in primals], [t.astype(np.float32) for t in tangents])
     assert out.dtype == np.float32 and tangent.dtype == np.float32, (out.dtype, tangent.dtype)
 
