@@ -75,7 +75,7 @@ from .ops_contract import __all__ as _contract_all
 from .ops_math import *  # noqa: F403 - NumPy's math (log1p, arctan2, erf, prod, cumsum, sort, median, ...)
 from .ops_math import __all__ as _math_all
 from .tensor import ConversionError, Tensor, apply, no_grad, stop_gradient
-from .transforms import grad, hessian, hvp, jacobian, value_and_grad, vjp
+from .transforms import grad, value_and_grad, vjp
 from .tree import register_pytree, tree_flatten, tree_map, tree_unflatten
 
 __version__ = "0.1.0"
@@ -92,6 +92,7 @@ __all__ = [
     "tanh", "transpose", "var", "where",
 ]
 __all__ += [*_math_all, *_contract_all, *_arrays_all]
+__all__ += ["jvp", "jacfwd", "jacrev"]
 del np
 
 # The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that
@@ -101,11 +102,16 @@ _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "data
          "vmap": "batching"}
 _LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
 _LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
+# Forward mode and whole Jacobians load on first use too.
+_LAZY.update({"jvp": "forward", "jacfwd": "jacobians", "jacrev": "jacobians", "jacobian": "jacobians",
+              "hessian": "jacobians", "hvp": "jacobians"})
 
 if TYPE_CHECKING:
     from . import data, datasets, linalg, losses, nn, optim, special, stats
     from .batching import vmap
     from .checkpoint import load, save
+    from .forward import jvp
+    from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
     from .tracing import jit
 
 

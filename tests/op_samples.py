@@ -1,9 +1,13 @@
-"""Sample inputs for the ops of NumPy's math (``functional.ELEMENTWISE``), ``prod``, ``cumsum``,
-``cumprod`` and ``einsum``, for tests that walk ``functional.OPS``.
+"""Sample inputs for every op in ``functional.OPS``: the one place the walks over the table read.
 
-``SAMPLES[name](rng)`` returns the positional arguments of ``functional.OPS[name]``: float64 arrays
-(the differentiable inputs) inside each function's domain and away from its kinks and jumps, then
-any constant parameters. ``DOMAINS[name](rng, shape)`` gives one such input of any shape.
+``SAMPLES[name](rng)`` returns the positional arguments of ``functional.OPS[name]`` for NumPy's math
+(``functional.ELEMENTWISE``, ``prod``, ``cumsum``, ``cumprod``, ``einsum``): float64 arrays (the
+differentiable inputs) inside each function's domain and away from its kinks and jumps, then any
+constant parameters. ``DOMAINS[name](rng, shape)`` gives one such input of any shape.
+``CORE_SAMPLES`` does the same for the core ops (keys ``name`` or ``name/variant``), and
+``every_sample()`` gathers every op's samples (these two tables, and linalg's and special's from
+``op_samples_linalg_special.py``) for the walks over ``OPS`` (jit, vmap, jvp), which fail for an
+op without one.
 
 >>> import numpy as np
 >>> from leanpass import functional as F
@@ -20,6 +24,7 @@ from typing import Any
 import numpy as np
 
 Sampler = Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]
+Sample = Callable[[np.random.Generator], tuple[Any, ...]]
 
 
 def _uniform(lo: float, hi: float) -> Sampler:
@@ -182,3 +187,16 @@ CORE_SAMPLES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
 def op_of(key: str) -> str:
     """The op a sample key belongs to (``"getitem/mask"`` -> ``"getitem"``; ``"/"`` is division)."""
     return key if key == "/" else key.rsplit("/", 1)[0]
+
+
+def differentiable(args: tuple[Any, ...]) -> list[int]:
+    """The positions of the float arrays among an op's arguments: its differentiable inputs."""
+    return [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+
+
+def every_sample() -> dict[str, Sample]:
+    """The samples of every op, keyed by the op's name or ``name/variant``: this file's (the core ops
+    and NumPy's math) and ``tests/op_samples_linalg_special.py``'s."""
+    from op_samples_linalg_special import SAMPLES as LINALG_SPECIAL
+
+    return {**CORE_SAMPLES, **SAMPLES, **LINALG_SPECIAL}
