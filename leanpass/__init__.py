@@ -69,6 +69,18 @@ from .ops import (
     var,
     where,
 )
+from .convolution import (
+    avg_pool1d,
+    avg_pool2d,
+    batch_norm,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    group_norm,
+    max_pool1d,
+    max_pool2d,
+    pad,
+)
 from .tensor import Tensor, apply, no_grad
 from .transforms import grad, hessian, hvp, jacobian, value_and_grad, vjp
 from .tree import register_pytree, tree_flatten, tree_map, tree_unflatten
@@ -85,6 +97,8 @@ __all__ = [
     "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
     "tanh", "transpose", "var", "where",
 ]
+__all__ += ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+            "pad", "batch_norm", "group_norm"]
 del np
 
 # The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that

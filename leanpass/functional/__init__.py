@@ -21,6 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ._broadcast import unbroadcast as unbroadcast
+from .conv import conv1d, conv2d, conv2d_weight, conv_transpose2d, conv_transpose_input
+from .norms import batch_norm, group_norm
+from .padding import pad
+from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
@@ -76,9 +80,18 @@ OPS: dict[str, Callable[..., Any]] = {
             squeeze, stack, std, sum, swapaxes, tanh, transpose, unindex, var, where,
         )
     },
+    # convolutions, pooling, padding, normalisation
+    **{
+        f.__name__: f
+        for f in (
+            conv1d, conv2d, conv2d_weight, conv_transpose2d, conv_transpose_input, max_pool1d, max_pool2d,
+            avg_pool1d, avg_pool2d, pad, batch_norm, group_norm,
+        )
+    },
 }
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
+TAKES_NEED |= {"conv1d", "conv2d", "conv2d_weight", "conv_transpose2d", "conv_transpose_input"}
 
 __all__ = sorted(["OPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])
