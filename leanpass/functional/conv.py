@@ -258,7 +258,7 @@ WINOGRAD_MIN_CHANNELS = 32  # below this, its fixed cost of ~20 NumPy calls outw
 
 def _winograd_fits(xshape: tuple[int, ...], wshape: tuple[int, ...], stride: Pair, dilation: Pair, groups: int) -> bool:
     return (wshape[2] == 3 and wshape[3] == 3 and stride == (1, 1) and dilation == (1, 1) and groups == 1
-            and min(xshape[1], wshape[0]) >= WINOGRAD_MIN_CHANNELS and xshape[2] >= 4 and xshape[3] >= 4)
+            and min(xshape[1], wshape[0]) >= WINOGRAD_MIN_CHANNELS and xshape[2] >= 8 and xshape[3] >= 8)
 
 
 def _winograd(x: Any, w: Any, pads: Pads, out: Pair) -> Any:

@@ -63,10 +63,18 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
     xp = np.pad(xr, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])), constant_values=-np.inf) if p != (0, 0) else xr
     win = _window_view(xp, (d[0] * (k[0] - 1) + 1, d[1] * (k[1] - 1) + 1), axis=(2, 3))
     win = win[:, :, :(out[0] - 1) * s[0] + 1:s[0], :(out[1] - 1) * s[1] + 1:s[1], ::d[0], ::d[1]]
-    flat = win.reshape(n, c, out[0], out[1], k[0] * k[1])
-    first = np.argmax(flat, axis=-1)
-    ans = np.take_along_axis(flat, first[..., None], axis=-1)[..., 0]
-    onehot = (np.arange(k[0] * k[1]) == first[..., None]).astype(np.result_type(xr)).reshape(win.shape)
+    # The maximum tap by tap (kH*kW strided views), then the first tap holding it: its one-hot choice.
+    taps = [win[..., a, b] for a in range(k[0]) for b in range(k[1])]
+    ans = taps[0]
+    for t in taps[1:]:
+        ans = np.maximum(ans, t)
+    chosen = []
+    taken = None
+    for t in taps:
+        hit = t == ans
+        chosen.append(hit if taken is None else hit & ~taken)
+        taken = hit if taken is None else taken | hit
+    onehot = np.stack(chosen, axis=-1).astype(np.result_type(xr)).reshape(win.shape)
 
     def vjp(g: Any) -> tuple[Any, ...]:
         return _unwindow(g[..., None, None] * onehot, (h, w), k, s, p, d), None, None, None, None
