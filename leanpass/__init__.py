@@ -17,6 +17,18 @@ import numpy as np
 
 from . import functional
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401 (installs NumPy dispatch on Tensor)
+from .convolution import (
+    avg_pool1d,
+    avg_pool2d,
+    batch_norm,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    group_norm,
+    max_pool1d,
+    max_pool2d,
+    pad,
+)
 from .ops import (
     abs,
     add,
@@ -68,18 +80,6 @@ from .ops import (
     transpose,
     var,
     where,
-)
-from .convolution import (
-    avg_pool1d,
-    avg_pool2d,
-    batch_norm,
-    conv1d,
-    conv2d,
-    conv_transpose2d,
-    group_norm,
-    max_pool1d,
-    max_pool2d,
-    pad,
 )
 from .tensor import ConversionError, Tensor, apply, no_grad, stop_gradient
 from .transforms import grad, hessian, hvp, jacobian, value_and_grad, vjp

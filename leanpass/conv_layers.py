@@ -59,7 +59,7 @@ def _check_channels(where: str, cin: int, cout: int, groups: int) -> None:
 
 @dataclass(frozen=True, repr=False, init=False, eq=False)
 class Conv2d(Module):
-    """A 2-D convolution layer: ``weight`` ``(out_channels, in_channels / groups, kH, kW)`` and ``bias`` ``(out_channels,)``.
+    """A 2-D convolution layer: ``weight`` ``(out_channels, in_channels / groups, kH, kW)``, ``bias`` ``(out,)``.
 
     The weight starts He-normal (``N(0, 2 / fan_in)``, for relu nets), the bias at zero.
 

@@ -91,7 +91,8 @@ def mse(pred: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Tensor:
     return _reduce(diff * diff, reduction)
 
 
-def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """Softmax cross-entropy of ``logits`` (shape ``(..., classes)``) against ``labels``.
 
     ``labels`` are either integer class indices (shape ``logits.shape[:-1]``) or probabilities

@@ -270,7 +270,8 @@ def train(epochs: int | None = None, seed: int = 0, hidden: Sequence[int] = (256
     if plot:
         write_plot(plot, history)
         print(f"wrote the plot to {plot}", file=out)
-    return {"model": net, "state": net_state, "history": history, "train_acc": history["train_acc"][-1], "test_acc": test_acc,
+    return {"model": net, "state": net_state, "history": history, "train_acc": history["train_acc"][-1],
+            "test_acc": test_acc,
             "seconds": seconds}
 
 

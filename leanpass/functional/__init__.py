@@ -21,12 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ._broadcast import unbroadcast as unbroadcast
+from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .conv import conv1d, conv2d, conv2d_weight, conv_transpose2d, conv_transpose_input
+from .losses import cross_entropy
 from .norms import batch_norm, group_norm
 from .padding import pad
 from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
-from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
-from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
     astype,

@@ -81,7 +81,8 @@ def padding_pairs(padding: Any, kernel: Pair, stride: Pair, dilation: Pair, wher
             return (0, 0), (0, 0)
         if padding == "same":
             if stride != (1, 1):
-                raise ValueError(f"{where}: padding='same' needs stride 1, got stride={stride}; give the padding as numbers")
+                raise ValueError(
+                    f"{where}: padding='same' needs stride 1, got stride={stride}; give the padding as numbers")
             totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
             return (totals[0] // 2, totals[0] - totals[0] // 2), (totals[1] // 2, totals[1] - totals[1] // 2)
         raise ValueError(f"{where}: padding must be an int, a pair, 'same' or 'valid', got {padding!r}")
@@ -171,7 +172,8 @@ def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out:
 def _weight_matrix(w: Any, groups: int) -> Any:
     """A weight ``(O, C/g, kH, kW)`` as ``(g, kH*kW*C/g, O/g)``, matching the columns of ``_im2col``."""
     o, cg, kh, kw = w.shape
-    return w.reshape(groups, o // groups, cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(groups, kh * kw * cg, o // groups)
+    og = o // groups
+    return w.reshape(groups, og, cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(groups, kh * kw * cg, og)
 
 
 def _nchw(y: Any, n: int, out: Pair) -> Any:
@@ -301,7 +303,7 @@ def _none_need(need: Any, n: int) -> tuple[bool, ...]:
 
 def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
            *, need: Any = None) -> tuple[Any, Any]:
-    """2-D convolution (cross-correlation, as in PyTorch) of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C/groups, kH, kW)``.
+    """2-D convolution (a cross-correlation, as in PyTorch) of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C/g, kH, kW)``.
 
     ``b`` (``(O,)`` or None) is added per output channel. ``stride``, ``dilation``: an int or a pair;
     ``padding``: an int, a pair, ``"same"``, ``"valid"`` or per-side pairs ``((top, bottom), (left, right))``.
@@ -382,7 +384,8 @@ def conv2d_weight(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: P
     nx, ng = _none_need(need, 2)[:2]
 
     def vjp(h: Any) -> tuple[Any, ...]:
-        gx = _call(conv_transpose_input, "conv_transpose_input", g, h, size, stride, pads, dilation, groups) if nx else None
+        gx = (_call(conv_transpose_input, "conv_transpose_input", g, h, size, stride, pads, dilation, groups)
+              if nx else None)
         gg = _crop(_call(conv2d, "conv2d", x, h, None, stride, pads, dilation, groups), gshape) if ng else None
         return gx, gg, None, None, None, None, None
 
@@ -391,7 +394,7 @@ def conv2d_weight(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: P
 
 def conv_transpose2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
                      dilation: Any = 1, groups: int = 1, *, need: Any = None) -> tuple[Any, Any]:
-    """Transposed 2-D convolution of ``x`` ``(N, C_in, H, W)`` with ``w`` ``(C_in, C_out/groups, kH, kW)``, as PyTorch's.
+    """Transposed 2-D convolution of ``x`` ``(N, C_in, H, W)`` with ``w`` ``(C_in, C_out/groups, kH, kW)`` (PyTorch's).
 
     The output is ``(H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1`` high
     (``output_padding`` < stride or dilation picks among the sizes a strided convolution maps to ``H``).
@@ -415,7 +418,8 @@ def conv_transpose2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: An
     for axis in (0, 1):
         if op[axis] >= max(st[axis], dil[axis]):
             raise ValueError(f"{where}: output_padding {op} must be smaller than the stride {st} or the dilation {dil}")
-    size = tuple((np.shape(xr)[2 + a] - 1) * st[a] - sum(pads[a]) + dil[a] * (kernel[a] - 1) + op[a] + 1 for a in (0, 1))
+    size = tuple((np.shape(xr)[2 + a] - 1) * st[a] - sum(pads[a]) + dil[a] * (kernel[a] - 1) + op[a] + 1
+                 for a in (0, 1))
     if min(size) < 1:
         raise ValueError(f"{where}: the output would be {size} high and wide (input {np.shape(xr)}, padding {pads})")
     if b is not None and np.shape(_raw(b)) != (np.shape(wr)[1] * groups,):

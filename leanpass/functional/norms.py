@@ -73,7 +73,7 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
 
 
 def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> tuple[Any, Any]:
-    """Normalise each example's channels in ``num_groups`` groups (``x`` is ``(N, C, ...)``), then scale and shift per channel.
+    """Normalise each example's channels in ``num_groups`` groups (``x`` is ``(N, C, ...)``), then scale and shift.
 
     >>> ans, _ = group_norm(np.array([[[0.0], [2.0], [5.0], [7.0]]]), 2, None, None, eps=0.0)
     >>> ans[0, :, 0]

@@ -28,7 +28,8 @@ def pad_widths(pad_width: Any, ndim: int, shape: tuple[int, ...], where: str = "
     """``pad_width`` in any of ``np.pad``'s forms as one ``(before, after)`` pair per axis, checked."""
     arr = np.asarray(pad_width)
     if arr.dtype.kind not in "iu" or arr.ndim > 2:
-        raise ValueError(f"{where}: pad_width must be ints (n, (before, after), or one pair per axis), got {pad_width!r}")
+        raise ValueError(
+            f"{where}: pad_width must be ints (n, (before, after), or one pair per axis), got {pad_width!r}")
     try:
         widths = np.broadcast_to(arr, (ndim, 2))
     except ValueError:
@@ -62,8 +63,9 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
             raise ValueError(f"pad: mode {mode!r} cannot pad an empty axis (input shape {shape})")
         if mode == "reflect" and (a or b) and n == 1:
             raise ValueError(f"pad: mode 'reflect' needs at least 2 entries on a padded axis (input shape {shape})")
-    ans = np.pad(x, widths, mode=mode)
-    sources = [np.pad(np.arange(n), w, mode=mode) if w != (0, 0) else None for w, n in zip(widths, shape)]
+    ans = np.pad(x, widths, mode=mode)  # type: ignore[call-overload]  # (mode is checked above)
+    sources = [np.pad(np.arange(n), w, mode=mode) if w != (0, 0) else None  # type: ignore[call-overload]
+               for w, n in zip(widths, shape)]
 
     def vjp(g: Any) -> tuple[Any, ...]:
         out_shape = list(np.shape(g))

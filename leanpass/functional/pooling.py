@@ -140,7 +140,8 @@ def _one_d(op: Any, where: str, x: Any, kernel_size: Any, stride: Any, padding: 
         if v is not None and not isinstance(v, (int, np.integer)):
             raise ValueError(f"{where}: {name} must be an int, got {v!r}")
     extra = tuple((1, r) for r in rest)
-    ans, rule = op(np.expand_dims(x, 2), (1, kernel_size), None if stride is None else (1, stride), (0, padding), *extra)
+    st = None if stride is None else (1, stride)
+    ans, rule = op(np.expand_dims(x, 2), (1, kernel_size), st, (0, padding), *extra)
 
     def vjp(g: Any) -> tuple[Any, ...]:
         return (rule(np.expand_dims(g, 2))[0].reshape(shape),) + (None,) * (3 + len(rest))
