@@ -61,10 +61,16 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
     xr = _conv._raw(x)
     n, c, h, w = np.shape(xr)
     xp = np.pad(xr, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])), constant_values=-np.inf) if p != (0, 0) else xr
-    win = _window_view(xp, (d[0] * (k[0] - 1) + 1, d[1] * (k[1] - 1) + 1), axis=(2, 3))
-    win = win[:, :, :(out[0] - 1) * s[0] + 1:s[0], :(out[1] - 1) * s[1] + 1:s[1], ::d[0], ::d[1]]
-    # The maximum tap by tap (kH*kW strided views), then the first tap holding it: its one-hot choice.
-    taps = [win[..., a, b] for a in range(k[0]) for b in range(k[1])]
+    tiled = s == k and d == (1, 1)
+    if tiled:  # windows that tile the input: taps are views of one reshape, channels last (as convs leave them)
+        xh = np.transpose(xp, (0, 2, 3, 1))[:, :out[0] * k[0], :out[1] * k[1]]
+        tiles = xh.reshape(n, out[0], k[0], out[1], k[1], c)
+        taps = [tiles[:, :, a, :, b] for a in range(k[0]) for b in range(k[1])]
+    else:
+        win = _window_view(xp, (d[0] * (k[0] - 1) + 1, d[1] * (k[1] - 1) + 1), axis=(2, 3))
+        win = win[:, :, :(out[0] - 1) * s[0] + 1:s[0], :(out[1] - 1) * s[1] + 1:s[1], ::d[0], ::d[1]]
+        taps = [win[..., a, b] for a in range(k[0]) for b in range(k[1])]
+    # The maximum tap by tap, then the first tap holding it: each window's one-hot choice.
     ans = taps[0]
     for t in taps[1:]:
         ans = np.maximum(ans, t)
@@ -74,22 +80,31 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
         hit = t == ans
         chosen.append(hit if taken is None else hit & ~taken)
         taken = hit if taken is None else taken | hit
-    onehot = np.stack(chosen, axis=-1).astype(np.result_type(xr)).reshape(win.shape)
+    dtype = np.result_type(xr)
+    if tiled:
+        # (N, Ho, kH, Wo, kW, C): the input's own layout, so the rule needs no transposing copy
+        rows = [np.stack(chosen[a * k[1]:(a + 1) * k[1]], axis=3) for a in range(k[0])]
+        onehot = np.stack(rows, axis=2).astype(dtype)
 
-    def vjp(g: Any) -> tuple[Any, ...]:
+        def vjp(g: Any) -> tuple[Any, ...]:
+            gh = np.transpose(g, (0, 2, 3, 1))[:, :, None, :, None]
+            z = (onehot * gh).reshape(n, out[0] * k[0], out[1] * k[1], c).transpose(0, 3, 1, 2)
+            rest = ((-p[0], h + p[0] - out[0] * k[0]), (-p[1], w + p[1] - out[1] * k[1]))
+            return (_conv._pad_crop(z, rest) if rest != ((0, 0), (0, 0)) else z), None, None, None, None
+
+        return np.transpose(ans, (0, 3, 1, 2)), vjp
+    onehot = np.stack(chosen, axis=-1).astype(dtype).reshape(n, c, out[0], out[1], k[0], k[1])
+
+    def vjp_general(g: Any) -> tuple[Any, ...]:
         return _unwindow(g[..., None, None] * onehot, (h, w), k, s, p, d), None, None, None, None
 
-    return ans, vjp
+    return ans, vjp_general
 
 
 def _unwindow(cols: Any, size: tuple[int, int], k: Any, s: Any, p: Any, d: Any) -> Any:
-    """Add windows ``(N, C, Ho, Wo, kH, kW)`` back into an ``(N, C, H, W)`` input (the adjoint of taking them)."""
+    """Add windows ``(N, C, Ho, Wo, kH, kW)`` back into an ``(N, C, H, W)`` input (the adjoint of taking them):
+    a transposed depthwise convolution whose one-hot kernels pick one tap each."""
     n, c, ho, wo = cols.shape[:4]
-    if s == k and d == (1, 1):  # the windows tile the input: a reshape, then the border
-        z = cols.transpose(0, 1, 2, 4, 3, 5).reshape(n, c, ho * k[0], wo * k[1])
-        rest = ((-p[0], size[0] + p[0] - ho * k[0]), (-p[1], size[1] + p[1] - wo * k[1]))
-        return _conv._pad_crop(z, rest) if rest != ((0, 0), (0, 0)) else z
-    # Overlapping windows: a transposed depthwise convolution whose kernels pick one tap each.
     taps = k[0] * k[1]
     z = cols.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * taps, ho, wo)
     onehot = np.eye(taps, dtype=np.result_type(_conv._raw(cols))).reshape(1, taps, 1, k[0], k[1])
