@@ -15,7 +15,10 @@ public NCHW API, float32, one thread for every library:
      layer) at batch 64, with its batch-norm statistics updated, and the same network in PyTorch.
 
 Each library runs in a process of its own, and the processes alternate (``--rounds`` times);
-every figure is the median over rounds of each round's median time. "plain im2col" is the
+every figure is the median over rounds of each round's median CPU time. LeanPass and the plain
+im2col run twice: as they are, and with glibc told to keep freed memory for reuse
+(``leanpass.examples.digits.keep_freed_memory``, which the CNN example turns on): by default each
+new array over 128 KiB starts with page faults, which PyTorch's caching allocator avoids. "plain im2col" is the
 textbook version (``np.pad``, ``sliding_window_view``, a transposing copy to (N*Ho*Wo, C*kh*kw),
 one GEMM forward, one for the weight gradient, col2im by adding each kernel tap's slice).
 """
@@ -47,18 +50,22 @@ LAYERS = {  # name: (x shape, out channels, stride)
 
 
 def _timer(fn: Callable[[], Any], seconds: float = 0.25, reps: int = 7) -> float:
-    """The median over ``reps`` of the mean time of ``fn`` over a batch of calls lasting about ``seconds``."""
+    """The median over ``reps`` of the mean CPU time of ``fn`` over a batch of calls lasting about ``seconds``.
+
+    CPU time of the process (every library runs one thread), so that other jobs on a shared
+    machine stretch the wall clock but not the figure.
+    """
     fn()
-    t = time.perf_counter()
+    t = time.process_time()
     fn()
-    once = max(time.perf_counter() - t, 1e-6)
+    once = max(time.process_time() - t, 1e-6)
     inner = max(1, int(seconds / reps / once))
     times = []
     for _ in range(reps):
-        t = time.perf_counter()
+        t = time.process_time()
         for _ in range(inner):
             fn()
-        times.append((time.perf_counter() - t) / inner)
+        times.append((time.process_time() - t) / inner)
     return statistics.median(times)
 
 
@@ -212,22 +219,31 @@ LIBRARIES: dict[str, Callable[..., Callable[[], Any]]] = {
     "leanpass": leanpass_layer, "plain im2col": plain_im2col_layer, "pytorch": torch_layer,
     "mygrad": mygrad_layer, "autograd": autograd_layer,
 }
+COLUMNS = ["leanpass", "+malloc leanpass", "plain im2col", "+malloc plain im2col", "pytorch", "mygrad", "autograd"]
 PROCESS_OF = {"leanpass": "numpy", "plain im2col": "numpy", "pytorch": "torch", "mygrad": "peers", "autograd": "peers"}
 
 
 def worker(group: str) -> dict[str, float | None]:
     """Every figure for the libraries of one process group: {"library|layer": seconds}."""
     out: dict[str, float | None] = {}
+    prefix = ""
+    if group == "numpy+malloc":  # the same NumPy code, with glibc keeping freed blocks (see keep_freed_memory)
+        sys.path.insert(0, ROOT)
+        from leanpass.examples.digits import keep_freed_memory
+
+        if not keep_freed_memory():
+            return out
+        group, prefix = "numpy", "+malloc "
     for lib, make in LIBRARIES.items():
         if PROCESS_OF[lib] != group:
             continue
         for name, (shape, cout, stride) in LAYERS.items():
             try:
-                out[f"{lib}|{name}"] = _timer(make(*_data(shape, cout, stride), stride))
+                out[f"{prefix}{lib}|{name}"] = _timer(make(*_data(shape, cout, stride), stride))
             except Exception:  # noqa: BLE001 - a peer that cannot run a layer is left out of its row
-                out[f"{lib}|{name}"] = None
+                out[f"{prefix}{lib}|{name}"] = None
     if group == "numpy":
-        out["leanpass|digits step"] = _timer(leanpass_step(), 0.5)
+        out[f"{prefix}leanpass|digits step"] = _timer(leanpass_step(), 0.5)
     if group == "torch":
         out["pytorch|digits step"] = _timer(torch_step(), 0.5)
     return out
@@ -248,7 +264,7 @@ def main() -> None:
         return
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 7
     peers = sys.argv[sys.argv.index("--peers") + 1] if "--peers" in sys.argv else None
-    groups = ["numpy", "torch"] + (["peers"] if peers else [])
+    groups = ["numpy", "numpy+malloc", "torch"] + (["peers"] if peers else [])
     samples: dict[str, list[float]] = {}
     for r in range(rounds):
         for group in (groups if r % 2 == 0 else groups[::-1]):
@@ -262,16 +278,19 @@ def main() -> None:
                     samples.setdefault(key, []).append(value)
     med = {k: statistics.median(v) for k, v in samples.items()}
     print(f"conv2d forward + backward (dX and dW), float32, one thread; medians of {rounds} interleaved rounds (ms)")
-    libs = [lib for lib in LIBRARIES if any(k.startswith(lib + "|") for k in med)]
-    print(f"{'layer':22s}" + "".join(f"{lib:>14s}" for lib in libs) + f"{'LeanPass/PyTorch':>18s}")
+    libs = [lib for lib in COLUMNS if any(k.startswith(lib + "|") for k in med)]
+    print(f"{'layer':20s}" + "".join(f"{lib:>21s}" for lib in libs) + f"{'LeanPass/PyTorch':>18s}{'+malloc':>9s}")
+    nan = float("nan")
     for name in LAYERS:
-        cells = "".join(f"{med[f'{lib}|{name}'] * 1e3:14.3f}" if f"{lib}|{name}" in med else f"{'-':>14s}"
+        cells = "".join(f"{med[f'{lib}|{name}'] * 1e3:21.3f}" if f"{lib}|{name}" in med else f"{'-':>21s}"
                         for lib in libs)
-        ratio = med.get(f"leanpass|{name}", float("nan")) / med.get(f"pytorch|{name}", float("nan"))
-        print(f"{name:22s}{cells}{ratio:17.2f}x")
-    lean, torch_ = med.get("leanpass|digits step"), med.get("pytorch|digits step")
-    if lean and torch_:
-        print(f"digits CNN training step, batch 64: LeanPass {lean * 1e3:.2f} ms, PyTorch {torch_ * 1e3:.2f} ms, "
+        torch_ = med.get(f"pytorch|{name}", nan)
+        ratio, ratio_m = med.get(f"leanpass|{name}", nan) / torch_, med.get(f"+malloc leanpass|{name}", nan) / torch_
+        print(f"{name:20s}{cells}{ratio:17.2f}x{ratio_m:8.2f}x")
+    torch_ = med.get("pytorch|digits step", nan)
+    for label in ("leanpass", "+malloc leanpass"):
+        lean = med.get(f"{label}|digits step", nan)
+        print(f"digits CNN training step, batch 64: {label:16s} {lean * 1e3:7.2f} ms, PyTorch {torch_ * 1e3:6.2f} ms, "
               f"{lean / torch_:.2f}x")
 
 

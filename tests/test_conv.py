@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import leanpass as lp
 from leanpass import functional as F
 from leanpass.functional import conv as C
-from leanpass.testing import check_grads
+from leanpass.testing import CONV_SAMPLES, check_grads
 
 
 # ----- straightforward references (loops over output positions, test-only) --------------------------
@@ -302,3 +302,18 @@ def test_inputs_are_not_mutated():
     x.flags.writeable = w.flags.writeable = False
     lp.grad(lambda x, w: lp.conv2d(x, w, groups=2, padding=1).sum(), argnums=(0, 1))(x, w)
     lp.grad(lambda x: lp.max_pool2d(x, 2).sum())(x)
+
+
+@pytest.mark.parametrize("name", sorted(CONV_SAMPLES))
+def test_every_sample_op_is_in_the_table_and_differentiates_twice(name):
+    args = CONV_SAMPLES[name]()
+    assert name in F.OPS
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+
+    def f(*xs):
+        full = list(args)
+        for i, x in zip(arrays, xs):
+            full[i] = x
+        return lp.apply(F.OPS[name], name, *full)
+
+    check_grads(f, [args[i] for i in arrays], order=2)

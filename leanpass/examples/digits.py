@@ -130,6 +130,34 @@ def limit_blas_threads(n: int) -> bool:
     return False
 
 
+def keep_freed_memory(limit: int = 32 * 1024 * 1024) -> bool:
+    """Ask glibc's ``malloc`` to keep freed blocks up to ``limit`` bytes for reuse; True if it could be done.
+
+    By default glibc maps every block over 128 KiB fresh from the kernel and returns it on ``free``,
+    so each new array of a convolutional layer's size (a batch of 64 at 32 channels of 8x8 is
+    512 KiB) starts with a page fault per 4 KiB: on a busy machine those faults took half of a CNN
+    training step. Raising the mapping and trim thresholds (``mallopt``) lets the process reuse
+    the memory it freed, as PyTorch's caching allocator does. It costs a resident size that stays
+    at its peak. Linux with glibc only; elsewhere nothing changes.
+
+    >>> isinstance(keep_freed_memory(), bool)
+    True
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+    except OSError:
+        return False
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is None:
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, int(limit))) and bool(mallopt(m_trim_threshold, 4 * int(limit)))
+
+
 def have_matplotlib() -> bool:
     """True when matplotlib can be imported (the optional ``plot`` extra).
 
@@ -319,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     output = args.output if args.output is not None else f"digits_{args.model}.npz"
     if args.blas_threads > 0:
         limit_blas_threads(args.blas_threads)
+    if args.model == "cnn":
+        keep_freed_memory()
     return train(epochs=args.epochs, seed=args.seed, hidden=args.hidden, lr=args.lr, batch_size=args.batch_size,
                  dropout=args.dropout, output=output or None, plot=args.plot, model=args.model,
                  label_smoothing=args.label_smoothing)
