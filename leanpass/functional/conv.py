@@ -196,18 +196,6 @@ def _conv_raw(x: Any, w: Any, stride: Pair, pads: Pads, dilation: Pair, groups: 
     return _nchw(y, n, out), cols
 
 
-def _dilate(g: Any, stride: Pair) -> Any:
-    """Insert ``stride - 1`` zeros between the entries of axes 2 and 3 (none after the last)."""
-    for axis, s in ((2, stride[0]), (3, stride[1])):
-        if s > 1:
-            shape = g.shape
-            spread = np.expand_dims(g, axis + 1)  # (..., n, 1, ...)
-            zeros = np.zeros(shape[:axis + 1] + (s - 1,) + shape[axis + 1:], g.dtype)
-            z = np.concatenate([spread, zeros], axis + 1).reshape(shape[:axis] + (shape[axis] * s,) + shape[axis + 1:])
-            g = z[:, :, : (shape[2] - 1) * s + 1] if axis == 2 else z[:, :, :, : (shape[3] - 1) * s + 1]
-    return g
-
-
 def _flip_transpose(w: Any, groups: int) -> Any:
     """The kernel of the transposed convolution: ``(O, C/g, kH, kW)`` -> ``(C, O/g, kH, kW)``, flipped."""
     o, cg, kh, kw = w.shape
@@ -221,15 +209,57 @@ def _conv_t_raw(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: 
     A convolution of ``g``, dilated by the stride and padded, with the flipped, transposed kernel.
     """
     _, _, kh, kw = w.shape
-    z = _dilate(g, stride)
+    if stride != (1, 1):
+        return _conv_t_phases(g, w, size, stride, pads, dilation, groups)
+    z = g
     new = []
     for axis, k in ((0, kh), (1, kw)):
         reach = dilation[axis] * (k - 1)
         left = reach - pads[axis][0]
         right = size[axis] + reach - z.shape[2 + axis] - left
         new.append((left, right))
+    if min(new[0] + new[1]) >= 0:  # the usual case: the convolution pads (channels-last, in one copy)
+        return _conv_raw(z, _flip_transpose(w, groups), (1, 1), (new[0], new[1]), dilation, groups)[0]
     zp = _pad_crop(z, (new[0], new[1]))
     return _conv_raw(zp, _flip_transpose(w, groups), (1, 1), ((0, 0), (0, 0)), dilation, groups)[0]
+
+
+def _conv_t_phases(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> Any:
+    """The transposed convolution of a strided one, phase by phase, with no multiplications by inserted zeros.
+
+    The input rows ``j = s*m + r`` of one phase ``r`` (in padded coordinates) receive only the taps
+    ``a`` with ``a*d = s*q + r``: a stride-1 transposed convolution of ``g`` with those taps (a
+    dilated sub-kernel), shifted by the first tap's ``q``. The ``s*s`` phase results interleave
+    (a stack and a reshape) into the padded input's gradient, which is then cut to ``size``.
+    """
+    n = g.shape[0]
+    kernel = (w.shape[2], w.shape[3])
+    rows = [-(-(pads[a][0] + size[a]) // stride[a]) for a in (0, 1)]  # m per phase, covering the input
+    taps = []  # per axis and phase: (first tap, tap step, dilation of the sub-kernel, its shift) or None
+    for a in (0, 1):
+        s, d, k = stride[a], dilation[a], kernel[a]
+        step = s // np.gcd(s, d)
+        per = []
+        for r in range(s):
+            first = next((t for t in range(k) if (t * d - r) % s == 0), None)
+            per.append(None if first is None else (first, step, d * step // s, (first * d - r) // s))
+        taps.append(per)
+    c = w.shape[1] * groups
+    blocks = []
+    for r0 in range(stride[0]):
+        line = []
+        for r1 in range(stride[1]):
+            t0, t1 = taps[0][r0], taps[1][r1]
+            if t0 is None or t1 is None:
+                line.append(np.zeros((n, rows[0], rows[1], c), dtype=np.result_type(g, w)))
+                continue
+            sub = w[:, :, t0[0]::t0[1], t1[0]::t1[1]]
+            part = _conv_t_raw(g, sub, (rows[0], rows[1]), (1, 1), ((-t0[3], 0), (-t1[3], 0)), (t0[2], t1[2]), groups)
+            line.append(np.transpose(part, (0, 2, 3, 1)))  # channels last: the interleaving copies stay contiguous
+        blocks.append(np.stack(line, axis=3))  # (N, M0, M1, s1, C)
+    full = np.stack(blocks, axis=2).reshape(n, rows[0] * stride[0], rows[1] * stride[1], c)
+    cut = full[:, pads[0][0]:pads[0][0] + size[0], pads[1][0]:pads[1][0] + size[1]]
+    return np.transpose(cut, (0, 3, 1, 2))
 
 
 def _wgrad_cols(cols: Any, g: Any, wshape: tuple[int, ...], groups: int) -> Any:
