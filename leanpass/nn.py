@@ -506,13 +506,7 @@ class Sequential(Module):
         call ``net(x, state)`` returns ``y``. Without such layers ``train=True`` returns ``(y, None)``.
         """
         h: Any = x
-        if state is None:
-            if self.init_state() is not None:
-                raise ValueError(
-                    "Sequential: this model has layers with state (BatchNorm); pass it: "
-                    "y, state = model(x, state, train=True) to train, y = model(x, state) to evaluate, "
-                    "starting from state = model.init_state()"
-                )
+        if state is None:  # (a layer with state raises, naming the fix)
             for layer in self.layers:
                 h = layer(h, rng=rng) if isinstance(layer, (Dropout, Sequential)) else layer(h)
             return (h, None) if train else h
