@@ -148,7 +148,10 @@ def test_winograd_layers_match_im2col():
     for h, w, pads in ((8, 8, ((1, 1), (1, 1))), (9, 10, ((1, 1), (0, 2))), (8, 11, ((0, 0), (0, 0)))):
         x, wt = rng.standard_normal((2, c, h, w)), rng.standard_normal((c, c, 3, 3))
         assert C._winograd_fits(x.shape, wt.shape, (1, 1), (1, 1), 1)
-        got = F.conv2d(x, wt, None, 1, pads)[0]
+        got, vjp = F.conv2d(x, wt, None, 1, pads)
+        g = rng.standard_normal(got.shape)
+        np.testing.assert_allclose(vjp(g)[1], C._wgrad_raw(x, g, wt.shape, (1, 1), pads, (1, 1), 1), rtol=1e-9,
+                                   atol=1e-9)  # the Winograd weight gradient against im2col's
         cols = C._im2col(x, (3, 3), (1, 1), pads, (1, 1), got.shape[2:], 1)
         want = C._nchw(np.matmul(cols, C._weight_matrix(wt, 1)), 2, got.shape[2:])
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)

@@ -185,12 +185,13 @@ def _nchw(y: Any, n: int, out: Pair) -> Any:
 
 
 def _conv_raw(x: Any, w: Any, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> tuple[Any, Any]:
-    """The convolution of arrays, and the columns it built (``None`` when it took another route)."""
+    """The convolution of arrays, and what its weight gradient can reuse: the im2col columns, or
+    Winograd's transformed input (a tuple)."""
     n, _, h, wd = x.shape
     o, cg, kh, kw = w.shape
     out = (out_size(h, kh, stride[0], dilation[0], pads[0]), out_size(wd, kw, stride[1], dilation[1], pads[1]))
     if _winograd_fits(x.shape, w.shape, stride, dilation, groups):
-        return _winograd(x, w, pads, out), None
+        return _winograd(x, w, pads, out)
     cols = _im2col(x, (kh, kw), stride, pads, dilation, out, groups)
     y = np.matmul(cols, _weight_matrix(w, groups))
     return _nchw(y, n, out), cols
@@ -315,7 +316,27 @@ def _winograd(x: Any, w: Any, pads: Pads, out: Pair) -> Any:
     y = np.tensordot(at, m, axes=([1], [0]))  # (4a, 6j, tiles*O)
     y = np.tensordot(at, y, axes=([1], [1]))  # (4b, 4a, tiles*O)
     y = y.reshape(4, 4, n, th, tw, o).transpose(2, 3, 1, 4, 0, 5).reshape(n, 4 * th, 4 * tw, o)
-    return y[:, :ho, :wo].transpose(0, 3, 1, 2)
+    return y[:, :ho, :wo].transpose(0, 3, 1, 2), (v, th, tw)
+
+
+def _winograd_wgrad(saved: Any, g: Any, wshape: tuple[int, ...]) -> Any:
+    """The weight gradient of a Winograd convolution, by its adjoint: ``w̄ = G^T [V^T (A ȳ A^T)] G``.
+
+    ``saved`` is the forward's transformed input ``V`` (36, tiles, C) and the tile counts; a
+    quarter of the multiplications of the im2col weight gradient, and no second im2col.
+    """
+    v, th, tw = saved
+    n, o, ho, wo = g.shape
+    dt = g.dtype
+    g_, at = _G.astype(dt), _AT.astype(dt)
+    gh = np.pad(np.transpose(g, (0, 2, 3, 1)), ((0, 0), (0, 4 * th - ho), (0, 4 * tw - wo), (0, 0)))
+    ybar = gh.reshape(n, th, 4, tw, 4, o).transpose(2, 4, 0, 1, 3, 5).reshape(4, 4, n * th * tw * o)
+    mbar = np.tensordot(at.T, ybar, axes=([1], [0]))  # (6i, 4b, tiles*O)
+    mbar = np.tensordot(at.T, mbar, axes=([1], [1]))  # (6j, 6i, tiles*O)
+    mbar = np.transpose(mbar, (1, 0, 2)).reshape(36, n * th * tw, o)
+    ubar = np.matmul(np.swapaxes(v, 1, 2), mbar).reshape(6, 6, wshape[1], o)  # (6i, 6j, C, O)
+    wbar = np.tensordot(np.tensordot(g_.T, ubar, axes=([1], [0])), g_, axes=([1], [0]))  # (3k, C, O, 3l)
+    return np.transpose(wbar, (2, 1, 0, 3))
 
 
 def _crop(y: Any, shape: tuple[int, ...]) -> Any:
@@ -363,8 +384,8 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
         gx = _call(conv_transpose_input, "conv_transpose_input", g, w, size, st, pads, dil, groups) if nx else None
         if not nw:
             gw = None
-        elif cols is not None and not _is_tensor(g) and not _is_tensor(x):  # the forward's columns: no second im2col
-            gw = _wgrad_cols(cols, g, wshape, groups)
+        elif not _is_tensor(g) and not _is_tensor(x):  # reuse the forward's columns or transformed input
+            gw = _winograd_wgrad(cols, g, wshape) if isinstance(cols, tuple) else _wgrad_cols(cols, g, wshape, groups)
         else:
             gw = _call(conv2d_weight, "conv2d_weight", x, g, wshape, st, pads, dil, groups)
         gb = None if b is None or not nb else g.sum(axis=(0, 2, 3))
