@@ -15,7 +15,8 @@ public NCHW API, float32, one thread for every library:
      layer) at batch 64, with its batch-norm statistics updated, and the same network in PyTorch.
 
 Each library runs in a process of its own, and the processes alternate (``--rounds`` times);
-every figure is the median over rounds of each round's median CPU time. LeanPass and the plain
+every figure is the median over rounds of each round's median CPU time (MyGrad and autograd,
+which take minutes a round, run in the first round only). LeanPass and the plain
 im2col run twice: as they are, and with glibc told to keep freed memory for reuse
 (``leanpass.examples.digits.keep_freed_memory``, which the CNN example turns on): by default each
 new array over 128 KiB starts with page faults, which PyTorch's caching allocator avoids. "plain im2col" is the
@@ -152,8 +153,8 @@ def autograd_layer(x: np.ndarray, w: np.ndarray, g: np.ndarray, stride: int) -> 
         return convolve(xp, w, axes=([2, 3], [2, 3]), dot_axes=([1], [1]), mode="valid")
 
     def run() -> Any:
-        _, pull = autograd.make_vjp(f, argnum=(0, 1))(x, w)
-        return pull(np.swapaxes(g, 0, 1))  # its output is (C_out, N, Ho, Wo)
+        pull, _ = autograd.make_vjp(f, argnum=(0, 1))(x, w)  # (make_vjp returns the vjp first)
+        return pull(g)
 
     return run
 
@@ -268,6 +269,8 @@ def main() -> None:
     samples: dict[str, list[float]] = {}
     for r in range(rounds):
         for group in (groups if r % 2 == 0 else groups[::-1]):
+            if group == "peers" and r > 0:  # the NumPy peers take minutes a round: measured once
+                continue
             try:
                 result = _run(group, peers)
             except subprocess.CalledProcessError as err:
