@@ -4,15 +4,21 @@
     python -m leanpass.examples.digits --model cnn      # a small CNN; about 99% test accuracy
     python -m leanpass.examples.digits --help
     python -m leanpass.examples.digits --plot digits.png   # needs matplotlib (pip install "leanpass[plot]")
+    mpiexec -n 2 python -m leanpass.examples.digits --distributed   # data-parallel (pip install "leanpass[mpi]")
 
 Each epoch shows the training loss, the train and test accuracy and the elapsed time, on one
 updating line in a terminal (plain lines when the output is a file or a pipe). The trained model
 is saved with ``leanpass.save`` and loaded back to check the round trip.
+
+With ``--distributed`` under ``mpiexec -n N`` every process trains the same model on its share
+of each batch (``--batch-size`` is the global batch) and the gradients are averaged with
+``leanpass.distributed.all_reduce_mean``; rank 0 alone prints and saves the model.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from collections.abc import Sequence
@@ -220,12 +226,16 @@ def cnn(rng: np.random.Generator, dropout: float = 0.3) -> nn.Sequential:
 def train(epochs: int | None = None, seed: int = 0, hidden: Sequence[int] = (256,), lr: float = 3e-3,
           batch_size: int | None = None, dropout: float | None = None, output: str | None = "digits_mlp.npz",
           plot: str | None = None, stream: TextIO | None = None, model: str = "mlp",
-          label_smoothing: float | None = None) -> dict[str, Any]:
+          label_smoothing: float | None = None, distributed: bool = False) -> dict[str, Any]:
     """Train, report progress, save the model; return the final figures and the history.
 
     ``model`` is ``"mlp"`` (an MLP on the 64 pixels) or ``"cnn"`` (``cnn()`` on 1x8x8 images).
     ``epochs``, ``batch_size``, ``dropout`` and ``label_smoothing`` default to 40, 32, 0.2, 0 for the MLP
     and 30, 64, 0.3, 0.1 for the CNN. The CNN's checkpoint holds ``{"model": ..., "state": ...}``.
+
+    ``distributed=True`` trains data-parallel over the processes ``mpiexec`` started (see
+    ``leanpass.distributed``): ``batch_size`` is then the global batch, and only rank 0 prints,
+    plots and saves (each rank keeps the batch-norm statistics of its own shard).
 
     >>> import io
     >>> result = train(epochs=2, output=None, stream=io.StringIO())
@@ -240,6 +250,14 @@ def train(epochs: int | None = None, seed: int = 0, hidden: Sequence[int] = (256
     batch_size = batch_size if batch_size is not None else 64 if is_cnn else 32
     dropout = dropout if dropout is not None else 0.3 if is_cnn else 0.2
     out = stream if stream is not None else sys.stdout
+    rank, size, shard = 0, 1, None
+    if distributed:
+        from leanpass import distributed as dist
+
+        rank, size = dist.rank(), dist.world_size()
+        shard = (rank, size)
+        if rank != 0:  # rank 0 alone reports, plots and saves
+            out, output, plot = io.StringIO(), None, None
     if plot and not have_matplotlib():
         print(PLOT_MISSING, file=sys.stderr)
         plot = None
@@ -257,27 +275,39 @@ def train(epochs: int | None = None, seed: int = 0, hidden: Sequence[int] = (256
         for a, b in zip(widths[:-1], widths[1:]):
             layers += [nn.Linear(a, b, rng=rng), nn.relu, nn.Dropout(dropout)]
         net = nn.Sequential(*layers, nn.Linear(widths[-1], 10, rng=rng))
-    opt = optim.adam(optim.cosine_decay(lr, epochs * data.num_batches(len(x_train), batch_size), alpha=0.1))
+    steps = epochs * data.num_batches(len(x_train), batch_size, shard=shard)
+    opt = optim.adam(optim.cosine_decay(lr, steps, alpha=0.1))
     state = opt.init(net)
     net_state = net.init_state()  # the CNN's BatchNorm statistics (None for the MLP)
     value_and_grad = lp.value_and_grad(loss_fn) if net_state is None else lp.value_and_grad(stateful_loss_fn,
                                                                                             has_aux=True)
+    drop_rng = rng  # the batches' order comes from rng: the same on every rank; dropout from drop_rng
     print(f"digits: {len(x_train)} training and {len(x_test)} test images; {model} {net.num_params:,} parameters",
           file=out)
+    if distributed:
+        net = dist.broadcast(net)  # the same start on every rank (here it already is: the same seed)
+        drop_rng = np.random.default_rng([seed, 1 + rank])  # each rank its own dropout masks
+        print(f"data-parallel on {size} process{'es' if size > 1 else ''}: global batch {batch_size}, "
+              f"{batch_size // size} per process", file=out)
     history: dict[str, list[float]] = {"loss": [], "train_acc": [], "test_acc": []}
     progress = Progress(out)
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
         total, count = 0.0, 0
-        for xb, yb in data.batches(x_train, y_train, batch_size=batch_size, rng=rng):
-            if net_state is None:
-                loss, grads = value_and_grad(net, xb, yb, rng, label_smoothing)  # rng: dropout is on while training
+        for xb, yb in data.batches(x_train, y_train, batch_size=batch_size, rng=rng, shard=shard):
+            if net_state is None:  # an rng: dropout is on while training
+                loss, grads = value_and_grad(net, xb, yb, drop_rng, label_smoothing)
             else:
-                (loss, net_state), grads = value_and_grad(net, net_state, xb, yb, rng, label_smoothing)
+                (loss, net_state), grads = value_and_grad(net, net_state, xb, yb, drop_rng, label_smoothing)
+            if distributed:
+                grads = dist.all_reduce_mean(grads)  # every rank now holds the global batch's gradient
             updates, state = opt.update(grads, state, net)
             net = optim.apply_updates(net, updates)
             total += loss.item() * len(yb)
             count += len(yb)
+        if distributed:
+            total, count = dist.all_reduce_mean([total, float(count)])  # the ratio is the global mean
+            dist.check_in_sync(net)  # one checksum per parameter: raises if the replicas drifted apart
         history["loss"].append(total / count)
         history["train_acc"].append(accuracy(net, x_train, y_train, net_state))
         history["test_acc"].append(accuracy(net, x_test, y_test, net_state))
@@ -336,6 +366,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--output", default=None, metavar="PATH",
                         help="where to save the trained model (default digits_mlp.npz or digits_cnn.npz; '' to skip)")
     parser.add_argument("--plot", metavar="PATH", help="write loss/accuracy curves to this PNG (needs matplotlib)")
+    parser.add_argument("--distributed", action="store_true",
+                        help="train data-parallel over the processes of mpiexec -n N (needs mpi4py: "
+                             "pip install \"leanpass[mpi]\"); --batch-size is the global batch")
     args = parser.parse_args(argv)
     if ((args.epochs is not None and args.epochs < 1) or (args.batch_size is not None and args.batch_size < 1)
             or any(h < 1 for h in args.hidden) or not args.lr > 0):
@@ -345,13 +378,29 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.label_smoothing is not None and not 0 <= args.label_smoothing <= 1:
         parser.error("--label-smoothing must be in [0, 1]")
     output = args.output if args.output is not None else f"digits_{args.model}.npz"
+    if args.batch_size is None:
+        args.batch_size = 64 if args.model == "cnn" else 32
+    if args.distributed:
+        from leanpass import distributed as dist
+
+        if not dist.is_available():
+            parser.exit(2, f"--distributed: {dist.MPI_MISSING} Then run: "
+                           "mpiexec -n 2 python -m leanpass.examples.digits --distributed\n")
+        if args.batch_size % dist.world_size():
+            if dist.rank() != 0:  # one message, from rank 0; every rank stops
+                raise SystemExit(2)
+            parser.error(f"--batch-size {args.batch_size} is the global batch: it must be divisible by the "
+                         f"{dist.world_size()} processes")
+        if dist.world_size() == 1:
+            print("--distributed: one process (start several with mpiexec -n N); training as usual",
+                  file=sys.stderr)
     if args.blas_threads > 0:
         limit_blas_threads(args.blas_threads)
     if args.model == "cnn":
         keep_freed_memory()
     return train(epochs=args.epochs, seed=args.seed, hidden=args.hidden, lr=args.lr, batch_size=args.batch_size,
                  dropout=args.dropout, output=output or None, plot=args.plot, model=args.model,
-                 label_smoothing=args.label_smoothing)
+                 label_smoothing=args.label_smoothing, distributed=args.distributed)
 
 
 if __name__ == "__main__":
