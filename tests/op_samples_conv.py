@@ -21,7 +21,6 @@ import numpy as np
 from leanpass.testing import CONV_SAMPLES
 
 
-
 def _ignoring_rng(make: Callable[[], tuple[Any, ...]]) -> Callable[[np.random.Generator], tuple[Any, ...]]:
     return lambda rng: make()
 
