@@ -113,10 +113,12 @@ del np
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint"}
 _LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
+_LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
 
 if TYPE_CHECKING:
     from . import data, datasets, linalg, losses, nn, optim, special, stats
     from .checkpoint import load, save
+    from .tracing import jit
 
 
 def __getattr__(name: str) -> Any:
@@ -133,3 +135,4 @@ def __getattr__(name: str) -> Any:
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
 __all__ += ["linalg", "special", "stats"]
+__all__ += ["jit"]
