@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 import op_samples
+import op_samples_conv
 import op_samples_linalg_special
 import pytest
 import samples_core
@@ -21,7 +22,8 @@ from leanpass.tracing import ConcretizationError
 
 # Every op's sample inputs, from the tables beside the tests: ``SAMPLES[key](rng)`` gives the op's
 # arguments, where the op is ``key`` up to a ``/`` (``"getitem/mask"``).
-SAMPLES = {**samples_core.SAMPLES, **op_samples.SAMPLES, **op_samples_linalg_special.SAMPLES}
+SAMPLES = {**samples_core.SAMPLES, **op_samples.SAMPLES, **op_samples_linalg_special.SAMPLES,
+           **op_samples_conv.SAMPLES}
 op_of = samples_core.op_of
 
 
