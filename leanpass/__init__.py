@@ -111,12 +111,14 @@ del np
 # The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
-         "save": "checkpoint", "load": "checkpoint"}
+         "save": "checkpoint", "load": "checkpoint",
+         "vmap": "batching"}
 _LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
 _LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
 
 if TYPE_CHECKING:
     from . import data, datasets, linalg, losses, nn, optim, special, stats
+    from .batching import vmap
     from .checkpoint import load, save
     from .tracing import jit
 
@@ -134,5 +136,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
+__all__ += ["vmap"]
 __all__ += ["linalg", "special", "stats"]
 __all__ += ["jit"]

@@ -267,7 +267,7 @@ def linear(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool] = (True, True, 
     if type(out) is np.ndarray and type(b) is np.ndarray and b.dtype is out.dtype and b.shape == out.shape[-1:]:
         out += b  # (the usual bias: a row of the product's dtype) into the product, which is ours
     else:
-        shape = np.shape(out)
+        shape = out.shape  # (an array, a NumPy scalar or vmap's stand-in: each has .shape)
         out = out + b
         if np.shape(out) != shape:  # g must keep the product's shape for matmul's rule
             raise ValueError(

@@ -97,7 +97,7 @@ def getitem(x: Any, index: Any) -> tuple[Any, Any]:
     (array([2., 1.]),)
     """
     xshape = np.shape(x)
-    return x[index], lambda g: (_lift.unindex(g, index, xshape),)
+    return _lift.index(x, index), lambda g: (_lift.unindex(g, index, xshape),)
 
 
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
@@ -107,14 +107,16 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     array([2., 1.])
     """
     if _lift.is_tensor(g):  # replayed by a differentiable backward pass: record the scatter as one op
-        return _lift.unindex(g, index, shape), lambda h: (h[index], None, None)
+        return _lift.unindex(g, index, shape), lambda h: (_lift.index(h, index), None, None)
     # (zeros_like dispatches, so under jit the zeros and the writes into them are traced too)
     out = np.zeros(shape, dtype=g.dtype) if type(g) is np.ndarray else np.zeros_like(g, shape=shape)
+    if _lift.spread_target is not None:  # (vmap: a batched index needs a batched target)
+        out = _lift.spread_target(index, out, True)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter
     else:
         np.add.at(out, index, g)
-    return out, lambda h: (h[index], None, None)
+    return out, lambda h: (_lift.index(h, index), None, None)
 
 
 def _is_basic(index: Any) -> bool:
