@@ -34,7 +34,7 @@ def _tables() -> dict[str, Callable[[int], tuple[Any, ...]]]:
     """key -> (seed -> one example's arguments), from every sample table of the test suite
     (each ``table[key](rng)`` gives the arguments; another generator, another example)."""
     tables = [op_samples.CORE_SAMPLES, op_samples.SAMPLES]
-    for name in ("op_samples_linalg_special",):
+    for name in ("op_samples_linalg_special", "op_samples_conv"):
         try:
             tables.append(importlib.import_module(name).SAMPLES)
         except ImportError:
