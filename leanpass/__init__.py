@@ -17,6 +17,18 @@ import numpy as np
 
 from . import functional
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401 (installs NumPy dispatch on Tensor)
+from .convolution import (
+    avg_pool1d,
+    avg_pool2d,
+    batch_norm,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    group_norm,
+    max_pool1d,
+    max_pool2d,
+    pad,
+)
 from .ops import (
     abs,
     add,
@@ -91,6 +103,8 @@ __all__ = [
     "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
     "tanh", "transpose", "var", "where",
 ]
+__all__ += ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+            "pad", "batch_norm", "group_norm"]
 __all__ += [*_math_all, *_contract_all, *_arrays_all]
 __all__ += ["jvp", "jacfwd", "jacrev"]
 del np

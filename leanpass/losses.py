@@ -92,7 +92,8 @@ def mse(pred: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Tensor:
     return _reduce(diff * diff, reduction)
 
 
-def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean") -> Tensor:
+def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """Softmax cross-entropy of ``logits`` (shape ``(..., classes)``) against ``labels``.
 
     ``labels`` are either integer class indices (shape ``logits.shape[:-1]``) or probabilities
@@ -105,9 +106,25 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean")
     Tensor([0.        , 0.69314718])
     >>> cross_entropy(logits, np.array([[1.0, 0.0], [0.5, 0.5]]), reduction="sum")
     Tensor(0.69314718)
+
+    ``label_smoothing`` ``ε`` (as in PyTorch) mixes the targets with the uniform distribution:
+    ``(1 - ε) * target + ε / classes``, so the loss is ``(1 - ε)`` times the plain one plus ``ε``
+    times the mean of ``-log_softmax(logits)`` over the classes.
+
+    >>> cross_entropy(Tensor([[0.0, 1000.0]]), np.array([1]), label_smoothing=0.2)
+    Tensor(100.)
     """
     if reduction not in _REDUCTIONS:
         _check_reduction(reduction, "cross_entropy")
+    if label_smoothing:
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+        eps = float(label_smoothing)
+        hard = cross_entropy(logits, labels, reduction)
+        if type(logits) is not Tensor:
+            logits = _as_float(logits)
+        uniform = _reduce(ops.logsumexp(logits, axis=-1) - ops.mean(logits, axis=-1), reduction)
+        return hard * (1.0 - eps) + uniform * eps
     if type(logits) is not Tensor:
         logits = _as_float(logits)
     data = logits._data if type(logits) is Tensor else logits

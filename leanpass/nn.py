@@ -26,7 +26,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -43,6 +43,7 @@ __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "leaky_relu", "softplus", "identity", "ACTIVATIONS",
     "he_normal", "he_uniform", "glorot_normal", "glorot_uniform", "xavier_normal", "xavier_uniform",
     "zeros", "param_count", "trainable", "dropout",
+    "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm",
 ]
 
 
@@ -239,6 +240,17 @@ class Module:
     # what a subclass overrides
     def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__} does not define __call__")
+
+    def init_state(self) -> Any:
+        """The module's state before training (``BatchNorm``'s running statistics), or None if it has none.
+
+        A module with state is called as ``y, state = m(x, state, train=True)`` to train and
+        ``y = m(x, state)`` to evaluate.
+
+        >>> Linear(2, 2, rng=0).init_state() is None
+        True
+        """
+        return None
 
     @property
     def num_params(self) -> int:
@@ -477,12 +489,43 @@ class Sequential(Module):
                                 "pass modules or functions")
         _set(self, layers=tuple(layers))
 
-    def __call__(self, x: ArrayLike, *, rng: np.random.Generator | None = None) -> Any:
-        """Apply each layer; ``rng`` reaches the ``Dropout`` layers (and turns them on)."""
+    def init_state(self) -> Any:
+        """One state per layer (None for a layer without one), or None when no layer has state.
+
+        >>> Sequential(Linear(2, 2, rng=0), relu).init_state() is None
+        True
+        """
+        states = tuple(layer.init_state() if isinstance(layer, Module) else None for layer in self.layers)
+        return None if all(s is None for s in states) else states
+
+    def __call__(self, x: ArrayLike, state: Any = None, *, train: bool = False,
+                 rng: np.random.Generator | None = None) -> Any:
+        """Apply each layer; ``rng`` reaches the ``Dropout`` layers (and turns them on).
+
+        With layers that have state (``BatchNorm``), pass the state from ``init_state()``: a
+        training call ``net(x, state, train=True)`` returns ``(y, new_state)``, an evaluation
+        call ``net(x, state)`` returns ``y``. Without such layers ``train=True`` returns ``(y, None)``.
+        """
         h: Any = x
-        for layer in self.layers:
-            h = layer(h, rng=rng) if isinstance(layer, (Dropout, Sequential)) else layer(h)
-        return h
+        if state is None:  # (a layer with state raises, naming the fix)
+            for layer in self.layers:
+                h = layer(h, rng=rng) if isinstance(layer, (Dropout, Sequential)) else layer(h)
+            return (h, None) if train else h
+        if not isinstance(state, tuple) or len(state) != len(self.layers):
+            raise ValueError(f"Sequential: the state must be the tuple of {len(self.layers)} layer states that "
+                             f"init_state() returns, got {type(state).__name__}")
+        new = []
+        for layer, s in zip(self.layers, state):
+            if s is None:
+                h = layer(h, rng=rng) if isinstance(layer, (Dropout, Sequential)) else layer(h)
+            elif isinstance(layer, Sequential):
+                h, s = layer(h, s, train=True, rng=rng) if train else (layer(h, s, rng=rng), s)
+            elif train:
+                h, s = layer(h, s, train=True)
+            else:
+                h = layer(h, s)
+            new.append(s)
+        return (h, tuple(new)) if train else h
 
     def _summary(self) -> str:
         lines = []
@@ -624,3 +667,19 @@ class Dropout(Module):
         return f"Dropout({self.rate:g})"
 
 
+
+
+# ----- convolutional layers and normalisation (in a module of their own, loaded on first use) -------
+_CONV_LAYERS = ("Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CONV_LAYERS:
+        from . import conv_layers
+
+        return getattr(conv_layers, name)
+    raise AttributeError(f"module 'leanpass.nn' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from .conv_layers import AvgPool2d, BatchNorm, Conv1d, Conv2d, ConvTranspose2d, Flatten, GroupNorm, MaxPool2d

@@ -234,6 +234,16 @@ def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, min: An
     return ops.clip(a, a_min if min is None else min, a_max if max is None else max)
 
 
+def _pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    from .convolution import pad
+
+    extra = sorted(k for k in kwargs if k != "constant_values")
+    if extra:
+        raise TypeError(f"np.pad on a Tensor does not support {', '.join(k + '=' for k in extra)}; LeanPass "
+                        "supports mode= (constant, edge, reflect, symmetric, wrap) and constant_values=.")
+    return pad(array, pad_width, mode, kwargs.get("constant_values", 0))
+
+
 _AXIS_KEEP = ("axis", "keepdims")
 _FUNCTIONS: dict[Any, tuple[Callable[..., Any], tuple[str, ...]]] = {
     np.sum: (_sum, ("axis", "dtype", "out", "keepdims")),
@@ -258,6 +268,7 @@ _FUNCTIONS: dict[Any, tuple[Callable[..., Any], tuple[str, ...]]] = {
     np.clip: (_clip, ("a_min", "a_max", "out", "min", "max")),
     np.take: (_take, ("axis", "out", "mode")),
     np.einsum: (_einsum, ("out", "dtype", "optimize")),
+    np.pad: (_pad, ("mode", "constant_values", "stat_length", "reflect_type", "end_values")),
     # Questions about an array, not computations on it: answered from the values.
     np.shape: (lambda a: np.shape(_value(a)), ()),
     np.ndim: (lambda a: np.ndim(_value(a)), ()),

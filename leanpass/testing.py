@@ -80,3 +80,37 @@ def _unflatten_like(treedef: Any, leaves: list[np.ndarray]) -> Any:
     from .tree import tree_unflatten
 
     return tree_unflatten(treedef, leaves)
+
+
+# ----- sample inputs for the convolution ops (for tests that walk functional.OPS) ------------------------
+def _conv_samples() -> dict[str, Callable[[], tuple[Any, ...]]]:
+    """``{op name: () -> args}``: small float64 inputs for each op of ``functional.conv``, ``pooling``,
+    ``padding`` and ``norms``, so a test can call ``functional.OPS[name](*args)`` under any transform.
+
+    >>> from leanpass import functional as F
+    >>> sorted(CONV_SAMPLES) == sorted(n for n in CONV_SAMPLES if n in F.OPS)
+    True
+    >>> F.OPS["conv2d"](*CONV_SAMPLES["conv2d"]())[0].shape
+    (2, 4, 2, 1)
+    """
+    def r(*shape: int) -> np.ndarray:
+        return np.random.default_rng(sum(shape)).standard_normal(shape)
+
+    pads = ((1, 0), (0, 1))
+    return {
+        "conv2d": lambda: (r(2, 4, 5, 4), r(4, 2, 3, 3), r(4), (2, 1), pads, (1, 2), 2),
+        "conv_transpose_input": lambda: (r(2, 4, 2, 1), r(4, 2, 3, 3), (5, 4), (2, 1), pads, (1, 2), 2),
+        "conv2d_weight": lambda: (r(2, 4, 5, 4), r(2, 4, 2, 1), (4, 2, 3, 3), (2, 1), pads, (1, 2), 2),
+        "conv_transpose2d": lambda: (r(2, 4, 3, 3), r(4, 1, 3, 2), r(2), 2, 1, 1, 1, 2),
+        "conv1d": lambda: (r(2, 2, 7), r(3, 2, 3), r(3), 2, 1, 1, 1),
+        "max_pool2d": lambda: (r(2, 3, 5, 4), 2, 1, 1, 1),
+        "max_pool1d": lambda: (r(2, 3, 6), 2, None, 0, 1),
+        "avg_pool2d": lambda: (r(2, 3, 5, 4), 3, 2, 1),
+        "avg_pool1d": lambda: (r(2, 3, 6), 2, None, 0),
+        "pad": lambda: (r(3, 4), ((1, 2), (2, 0)), "reflect", 0),
+        "batch_norm": lambda: (r(4, 3, 2), r(3), r(3), 1, 1e-5),
+        "group_norm": lambda: (r(2, 4, 3), 2, r(4), r(4), 1e-5),
+    }
+
+
+CONV_SAMPLES = _conv_samples()

@@ -5,9 +5,9 @@
 differentiable inputs) inside each function's domain and away from its kinks and jumps, then any
 constant parameters. ``DOMAINS[name](rng, shape)`` gives one such input of any shape.
 ``CORE_SAMPLES`` does the same for the core ops (keys ``name`` or ``name/variant``), and
-``every_sample()`` gathers every op's samples (these two tables, and linalg's and special's from
-``op_samples_linalg_special.py``) for the walks over ``OPS`` (jit, vmap, jvp), which fail for an
-op without one.
+``every_sample()`` gathers every op's samples (these two tables, linalg's and special's from
+``op_samples_linalg_special.py``, the convolutions' from ``op_samples_conv.py``) for the walks
+over ``OPS`` (jit, vmap, jvp), which fail for an op without one.
 
 >>> import numpy as np
 >>> from leanpass import functional as F
@@ -197,6 +197,7 @@ def differentiable(args: tuple[Any, ...]) -> list[int]:
 def every_sample() -> dict[str, Sample]:
     """The samples of every op, keyed by the op's name or ``name/variant``: this file's (the core ops
     and NumPy's math) and ``tests/op_samples_linalg_special.py``'s."""
+    from op_samples_conv import SAMPLES as CONV
     from op_samples_linalg_special import SAMPLES as LINALG_SPECIAL
 
-    return {**CORE_SAMPLES, **SAMPLES, **LINALG_SPECIAL}
+    return {**CORE_SAMPLES, **SAMPLES, **LINALG_SPECIAL, **CONV}

@@ -9,7 +9,6 @@ array argument is mapped (float inputs, and integer indices, labels and masks to
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -33,12 +32,7 @@ def _args(sample: Any) -> tuple[Any, ...]:
 def _tables() -> dict[str, Callable[[int], tuple[Any, ...]]]:
     """key -> (seed -> one example's arguments), from every sample table of the test suite
     (each ``table[key](rng)`` gives the arguments; another generator, another example)."""
-    tables = [op_samples.CORE_SAMPLES, op_samples.SAMPLES]
-    for name in ("op_samples_linalg_special",):
-        try:
-            tables.append(importlib.import_module(name).SAMPLES)
-        except ImportError:
-            continue
+    tables = [op_samples.every_sample()]
     out: dict[str, Callable[[int], tuple[Any, ...]]] = {}
     for table in tables:
         for k, b in table.items():

@@ -29,8 +29,12 @@ from . import unary as _unary
 from ._broadcast import unbroadcast as unbroadcast
 from ._tangent import from_derivatives, of_first
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
+from .conv import conv1d, conv2d, conv2d_weight, conv_transpose2d, conv_transpose_input
 from .linalg import cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd
 from .losses import cross_entropy
+from .norms import batch_norm, group_norm
+from .padding import pad
+from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
     astype,
@@ -88,6 +92,14 @@ OPS: dict[str, Callable[..., Any]] = {
             squeeze, stack, std, sum, swapaxes, tanh, transpose, unindex, var, where,
         )
     },
+    # convolutions, pooling, padding, normalisation
+    **{
+        f.__name__: f
+        for f in (
+            conv1d, conv2d, conv2d_weight, conv_transpose2d, conv_transpose_input, max_pool1d, max_pool2d,
+            avg_pool1d, avg_pool2d, pad, batch_norm, group_norm,
+        )
+    },
     # linear algebra (linalg.py)
     **{f.__name__: f for f in (cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd)},
     # special functions (special.py)
@@ -117,6 +129,7 @@ JVPS: dict[str, Callable[..., Any]] = {
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
 TAKES_NEED = TAKES_NEED | _elementwise.BINARY
 TAKES_NEED |= {"solve"}
+TAKES_NEED |= {"conv1d", "conv2d", "conv2d_weight", "conv_transpose2d", "conv_transpose_input"}
 
 __all__ = sorted(["OPS", "JVPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast",
                   *(f.__name__ for f in OPS.values())])

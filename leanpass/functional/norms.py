@@ -1,0 +1,110 @@
+"""Normalisation with the batch's statistics: ``batch_norm`` and ``group_norm``. Each returns ``(ans, vjp)``.
+
+Both normalise ``x`` over some axes to mean 0 and (biased) variance 1, then scale and shift per
+channel. With ``x̂ = (x - mean) / σ`` and ``ĝ = g * weight`` the input's cotangent is
+``(ĝ - mean(ĝ) - x̂ * mean(ĝ * x̂)) / σ``, the means over the normalised axes; ``weight`` gets
+``sum(g * x̂)`` and ``bias`` ``sum(g)`` over the other axes. The rules use NumPy's functions only,
+so they differentiate again.
+
+>>> x = np.array([[1.0, 2.0], [3.0, 6.0]])
+>>> ans, vjp = batch_norm(x, np.ones(2), np.zeros(2), axis=1, eps=0.0)
+>>> ans
+array([[-1., -1.],
+       [ 1.,  1.]])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _normalise(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any]:
+    """``(x̂, 1/σ)`` over ``axes``, with the statistics kept as broadcastable axes."""
+    mean = np.mean(x, axis=axes, keepdims=True)
+    centred = x - mean
+    inv = 1.0 / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + eps)
+    return centred * inv, inv
+
+
+def _input_cotangent(gh: Any, xhat: Any, inv: Any, axes: tuple[int, ...]) -> Any:
+    return (gh - np.mean(gh, axis=axes, keepdims=True) - xhat * np.mean(gh * xhat, axis=axes, keepdims=True)) * inv
+
+
+def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps: float = 1e-5) -> tuple[Any, Any]:
+    """Normalise ``x`` with the mean and biased variance over every axis but ``axis`` (the channels).
+
+    ``weight`` and ``bias`` (shape ``(C,)`` or None) scale and shift each channel, as
+    ``torch.nn.functional.batch_norm(..., training=True)`` does.
+
+    >>> ans, _ = batch_norm(np.array([[0.0], [2.0]]), None, None, axis=1, eps=0.0)
+    >>> ans
+    array([[-1.],
+           [ 1.]])
+    """
+    ndim = np.ndim(x)
+    if ndim < 2:
+        raise ValueError(f"batch_norm: the input needs a batch axis and a channel axis, got shape {np.shape(x)}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"batch_norm: axis {axis} is out of range for an input of shape {np.shape(x)}")
+    axis %= ndim
+    c = np.shape(x)[axis]
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and np.shape(p) != (c,):
+            raise ValueError(f"batch_norm: {name} must have shape ({c},) for input {np.shape(x)} (axis {axis}), "
+                             f"got {np.shape(p)}")
+    axes = tuple(a for a in range(ndim) if a != axis)
+    bshape = tuple(c if a == axis else 1 for a in range(ndim))
+    xhat, inv = _normalise(x, axes, eps)
+    w = None if weight is None else np.reshape(weight, bshape)
+    ans = xhat if w is None else xhat * w
+    if bias is not None:
+        ans = ans + np.reshape(bias, bshape)
+
+    def vjp(g: Any) -> tuple[Any, ...]:
+        gh = g if w is None else g * w
+        gx = _input_cotangent(gh, xhat, inv, axes)
+        gw = None if weight is None else np.sum(g * xhat, axis=axes)
+        gb = None if bias is None else np.sum(g, axis=axes)
+        return gx, gw, gb, None, None
+
+    return ans, vjp
+
+
+def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> tuple[Any, Any]:
+    """Normalise each example's channels in ``num_groups`` groups (``x`` is ``(N, C, ...)``), then scale and shift.
+
+    >>> ans, _ = group_norm(np.array([[[0.0], [2.0], [5.0], [7.0]]]), 2, None, None, eps=0.0)
+    >>> ans[0, :, 0]
+    array([-1.,  1., -1.,  1.])
+    """
+    shape = tuple(np.shape(x))
+    if len(shape) < 2:
+        raise ValueError(f"group_norm: the input must be (N, C, ...), got shape {shape}")
+    c = shape[1]
+    if not isinstance(num_groups, (int, np.integer)) or num_groups < 1 or c % num_groups:
+        raise ValueError(f"group_norm: num_groups={num_groups!r} must be an int >= 1 dividing the channels ({c}); "
+                         f"input {shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and np.shape(p) != (c,):
+            raise ValueError(f"group_norm: {name} must have shape ({c},) for input {shape}, got {np.shape(p)}")
+    grouped = (shape[0], int(num_groups), -1)
+    xg = np.reshape(x, grouped)
+    xhat_g, inv = _normalise(xg, (2,), eps)
+    xhat = np.reshape(xhat_g, shape)
+    bshape = (1, c) + (1,) * (len(shape) - 2)
+    w = None if weight is None else np.reshape(weight, bshape)
+    ans = xhat if w is None else xhat * w
+    if bias is not None:
+        ans = ans + np.reshape(bias, bshape)
+    others = (0, *range(2, len(shape)))
+
+    def vjp(g: Any) -> tuple[Any, ...]:
+        gh = g if w is None else g * w
+        gx = np.reshape(_input_cotangent(np.reshape(gh, grouped), xhat_g, inv, (2,)), shape)
+        gw = None if weight is None else np.sum(g * xhat, axis=others)
+        gb = None if bias is None else np.sum(g, axis=others)
+        return gx, None, gw, gb, None
+
+    return ans, vjp
