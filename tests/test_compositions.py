@@ -44,6 +44,6 @@ def test_grad_of_vmap_of_jvp() -> None:
         return lp.vmap(lambda x: lp.jvp(lambda u: loss(u, x), (w,), (v,))[1], in_axes=0)(xs).sum()
 
     def direct(w: Any) -> Any:
-        return sum(lp.jvp(lambda u: loss(u, x), (w,), (v,))[1] for x in xs)
+        return sum(lp.jvp(lambda u, x=x: loss(u, x), (w,), (v,))[1] for x in xs)
 
     np.testing.assert_allclose(lp.grad(total)(W), lp.grad(direct)(W), rtol=1e-12, atol=1e-12)
