@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .tensor import Tensor, _const
-from .tree import tree_flatten, tree_unflatten
+from .tree import register_pytree, tree_flatten, tree_unflatten
 
 __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
@@ -111,6 +111,11 @@ class _State(NamedTuple):
 def _state(step: int, slots: tuple[tuple[Any, ...], ...], treedef: Any) -> _State:
     """``_State(step, slots, treedef)``, made in C (a NamedTuple's own ``__new__`` is Python)."""
     return tuple.__new__(_State, (step, slots, treedef))
+
+
+# A state is a pytree of its step and slots; the parameters' structure is its metadata (so that
+# ``leanpass.save`` can store it and a loaded state has the same structure as a fresh one).
+register_pytree(_State, lambda s: ((s.step, s.slots), s.treedef), lambda meta, ch: _state(ch[0], ch[1], meta))
 
 
 # ----- the optimizers ---------------------------------------------------------------------------
