@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
-from .tensor import ArrayLike, Tensor, _binary, _linear, _shape_arg, _unary, _value, apply
+from .tensor import ArrayLike, Tensor, _binary, _linear, _shape_arg, _unary, _value, apply, axis_not_dim
 
 
 def _tensor(x: ArrayLike) -> Any:
@@ -515,3 +515,9 @@ def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
     Tensor([11.])
     """
     return apply(F.einsum, "einsum", subscripts, *(_tensor(x) for x in operands))
+
+
+# PyTorch's dim= gets a message naming NumPy's axis=.
+for _name in ("sum", "mean", "max", "min", "var", "std", "logsumexp", "softmax", "log_softmax", "concatenate",
+              "stack", "split", "expand_dims", "squeeze", "take"):
+    globals()[_name] = axis_not_dim(globals()[_name])

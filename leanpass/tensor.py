@@ -13,12 +13,13 @@ It is 0 for a constant, so recording costs nothing when no gradient is wanted.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import FrozenInstanceError, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -49,6 +50,7 @@ _ABSENT: Any = _Absent()
 _no_grad_entered = 0
 
 ArrayLike = Any  # a Tensor, NumPy array, nested list or Python number
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Callable[[Any, Any], Tensor]:
@@ -273,8 +275,8 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        """The number of elements."""
-        return int(np.size(self._data))
+        """The number of elements (an int, as in NumPy: ``t.size``, not PyTorch's ``t.size()``)."""
+        return _Size(np.size(self._data))
 
     @property
     def T(self) -> Tensor:  # noqa: N802 - NumPy's name
@@ -454,7 +456,10 @@ class Tensor:
 
     def transpose(self, *axes: Any) -> Tensor:
         """Permute axes (reverse them with no argument); see ``leanpass.transpose``."""
-        return _unary(F.transpose, "transpose", self, _shape_arg(axes) if axes else None)
+        perm = _shape_arg(axes) if axes else None
+        if perm is not None and len(perm) != np.ndim(self._data):
+            raise _transpose_error(perm, np.shape(self._data))
+        return _unary(F.transpose, "transpose", self, perm)
 
     permute = transpose
 
@@ -470,12 +475,181 @@ class Tensor:
         """Cast to ``dtype`` (the gradient is cast back); see ``leanpass.astype``."""
         return _unary(F.astype, "astype", self, np.dtype(dtype))
 
+    # ----- more of what NumPy and PyTorch users reach for -------------------------------------
+    @property
+    def op(self) -> str:
+        """The name of the op that made this Tensor (``"leaf"`` for one made directly), read-only.
+
+        >>> (Tensor([1.0], requires_grad=True) * 2).op
+        '*'
+        """
+        return self._op
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802 - NumPy's and PyTorch's name
+        """The last two axes swapped (a batch of matrices, each transposed).
+
+        >>> Tensor(np.zeros((5, 2, 3))).mT.shape
+        (5, 3, 2)
+        """
+        if np.ndim(self._data) < 2:
+            raise ValueError(f".mT needs at least 2 axes (a matrix or a batch of them), got shape {self.shape}")
+        return _unary(F.swapaxes, "swapaxes", self, -2, -1)
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Any:
+        """Indices of the maxima along ``axis`` (of the flattened values when None), as NumPy integers.
+
+        Not differentiable, like the comparisons: the result is a plain NumPy array (or integer).
+
+        >>> Tensor([[1.0, 3.0], [4.0, 2.0]]).argmax(axis=1)
+        array([1, 0])
+        """
+        return np.argmax(self._data, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Any:
+        """Indices of the minima along ``axis``, as NumPy integers (see ``argmax``).
+
+        >>> Tensor([[1.0, 3.0], [4.0, 2.0]]).argmin(axis=1)
+        array([0, 1])
+        """
+        return np.argmin(self._data, axis=axis, keepdims=keepdims)
+
+    def softmax(self, axis: int = -1) -> Tensor:
+        """Softmax along ``axis``; see ``leanpass.softmax``.
+
+        >>> Tensor([0.0, 0.0]).softmax()
+        Tensor([0.5, 0.5])
+        """
+        return _unary(F.softmax, "softmax", self, axis)
+
+    def log_softmax(self, axis: int = -1) -> Tensor:
+        """Log-softmax along ``axis``; see ``leanpass.log_softmax``.
+
+        >>> Tensor([0.0, 0.0]).log_softmax().exp()
+        Tensor([0.5, 0.5])
+        """
+        return _unary(F.log_softmax, "log_softmax", self, axis)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: a PyTorch spelling gets its NumPy/LeanPass one.
+        hint = _TORCH_SPELLINGS.get(name)
+        if hint is None:
+            raise AttributeError(f"'Tensor' object has no attribute {name!r}", name=name, obj=self)
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}: {hint}", name=name, obj=self)
+
+    def _update_in_place(self, sign: str) -> None:
+        """``p -= ...`` on a parameter inside ``no_grad()``: refused, with the LeanPass way (see ``__isub__``)."""
+        # (outside no_grad() the result is recorded from p, so rebinding the name is what it seems)
+        if self._trace & 1 and self._vjp is None and _no_grad_entered and not _mask_get() & 1:
+            raise TypeError(
+                f"p {sign}= ... inside no_grad(): this Tensor is a parameter (requires_grad=True), and Tensors "
+                f"are immutable, so {sign}= would only rebind the name to a new constant Tensor, which the model "
+                "does not hold and backward() does not reach (PyTorch's in-place update has no equivalent). "
+                "Build new parameters instead, outside no_grad(): p = leanpass.optim.apply_updates(p, -lr * p.grad) "
+                "for one Tensor, or for a model: updates, state = opt.update(optim.collect_grads(model), state, "
+                "model); model = optim.apply_updates(model, updates)."
+            )
+
+    def __iadd__(self, other: Any) -> Tensor:
+        self._update_in_place("+")
+        return self + other
+
+    def __isub__(self, other: Any) -> Tensor:
+        """``t -= x`` rebinds ``t`` to ``t - x``; refused on a parameter inside ``no_grad()``.
+
+        >>> w = Tensor([1.0], requires_grad=True)
+        >>> with no_grad():
+        ...     w -= 0.1  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+          ...
+        TypeError: p -= ... inside no_grad(): this Tensor is a parameter (requires_grad=True), ...
+        """
+        self._update_in_place("-")
+        return self - other
+
+    def __imul__(self, other: Any) -> Tensor:
+        self._update_in_place("*")
+        return self * other
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        self._update_in_place("/")
+        return self / other
+
     # ----- NumPy's dispatch protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return _numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return _numpy_dispatch.array_function(func, args, kwargs)
+
+
+# ----- PyTorch spellings: messages that name the NumPy (LeanPass) one ---------------------------
+_TORCH_SPELLINGS = {
+    "view": "use t.reshape(...) (NumPy's name)",
+    "dim": "use t.ndim (NumPy's name for the number of axes)",
+    "numel": "use t.size (NumPy's name for the number of elements)",
+    "unsqueeze": "use leanpass.expand_dims(t, axis) or t[None] / t[:, None]",
+    "clamp": "use t.clip(lo, hi)",
+    "requires_grad_": "create the Tensor with Tensor(values, requires_grad=True), or use leanpass.nn.trainable(model)",
+    "zero_": "clear a gradient with t.grad = None",
+    "cpu": "LeanPass Tensors live in NumPy arrays in memory; there is no device to move to",
+    "cuda": "LeanPass runs on NumPy (the CPU); there is no GPU device",
+    "to": "use t.astype(dtype) to change the dtype (there are no devices)",
+    "contiguous": "NumPy takes care of memory layout; drop the call",
+    "float": "use t.astype(np.float32) or t.astype(np.float64)",
+    "double": "use t.astype(np.float64)",
+    "long": "use t.astype(np.int64)",
+    "mm": "use t @ other",
+    "bmm": "use t @ other (matmul broadcasts over leading batch axes)",
+    "pow": "use t ** p",
+    "permute_": "use t.transpose(...)",
+    "masked_fill": "use leanpass.where(mask, value, t)",
+    "expand": "use leanpass.broadcast_to(t, shape)",
+    "add_": "Tensors are immutable: write t = t + other",
+    "sub_": "Tensors are immutable: write t = t - other",
+    "mul_": "Tensors are immutable: write t = t * other",
+}
+
+
+def axis_not_dim(fn: _F) -> _F:
+    """``fn``, answering PyTorch's ``dim=`` keyword with NumPy's ``axis=`` (an ops function or a method)."""
+
+    name = fn.__qualname__
+    where = "t." + name[7:] if name.startswith("Tensor.") else "leanpass." + name
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if "dim" in kwargs:
+            raise TypeError(
+                f"{where}(dim={kwargs['dim']!r}): LeanPass uses NumPy's "
+                f"name for it, axis= (write axis={kwargs['dim']!r})."
+            )
+        return fn(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
+def _transpose_error(perm: tuple[Any, ...], shape: tuple[int, ...]) -> ValueError:
+    hint = ""
+    if len(perm) == 2 and len(shape) > 2:
+        hint = (f" PyTorch's t.transpose({perm[0]}, {perm[1]}) swaps two axes: NumPy's (and LeanPass's) "
+                f"spelling is t.swapaxes({perm[0]}, {perm[1]}) (t.mT for the last two).")
+    return ValueError(
+        f"transpose{tuple(perm)}: a Tensor of shape {shape} needs a permutation of all its {len(shape)} axes, "
+        f"as in NumPy.{hint}"
+    )
+
+
+class _Size(int):
+    """``t.size``: the number of elements, an int (as in NumPy). Calling it, as in PyTorch, says so."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any) -> Any:
+        raise TypeError(
+            f"t.size is NumPy's number of elements ({int(self)}), not a method: t.size() is PyTorch's "
+            "spelling of the shape. Use t.shape (and t.shape[i] for t.size(i))."
+        )
 
 
 def _setattr(self: Tensor, name: str, value: Any) -> None:
@@ -490,6 +664,9 @@ def _setattr(self: Tensor, name: str, value: Any) -> None:
 
 
 Tensor.__setattr__ = _setattr  # type: ignore[method-assign, assignment]
+for _name in ("sum", "mean", "max", "min", "var", "std", "squeeze", "softmax", "log_softmax", "argmax", "argmin",
+              "take"):
+    setattr(Tensor, _name, axis_not_dim(getattr(Tensor, _name)))
 
 
 class _Building(Tensor):
@@ -653,6 +830,13 @@ def _shape_error(name: str, a: Any, b: Any, swap: bool, err: ValueError) -> Valu
     if swap:
         a, b = b, a
     sa, sb = np.shape(a), np.shape(b)
+    try:
+        np.broadcast_shapes(sa, sb)
+    except ValueError:
+        pass
+    else:  # the shapes are fine: the op refused the values (e.g. integers to a negative power)
+        hint = " Use floats, e.g. Tensor([2.0]) ** -1 or t.astype(np.float64) ** -1." if name == "**" else ""
+        return ValueError(f"{name!r}: {err}{hint}")
     return ValueError(
         f"{name!r}: shapes {sa} and {sb} do not broadcast. NumPy broadcasting lines up trailing "
         "axes, and each pair must be equal or 1; reshape an operand (e.g. x.reshape(-1, 1)) so "

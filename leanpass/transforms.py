@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .engine import reverse_pass
+from .engine import real_cotangent, reverse_pass
 from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
 from .tree import tree_flatten, tree_map, tree_unflatten
@@ -235,7 +235,8 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     out_leaves, out_def = tree_flatten(out)
 
     def vjp_fn(cotangent: Any) -> Any:
-        ct_leaves, ct_def = tree_flatten(cotangent)
+        # (an array output takes its cotangent as one array: a nested list is its values)
+        ct_leaves, ct_def = ([cotangent], out_def) if out_def.kind is None else tree_flatten(cotangent)
         if ct_def != out_def:
             raise ValueError(
                 "vjp_fn: the cotangent must have the structure of the output "
@@ -244,7 +245,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
         seeds = []
         for o, c in zip(out_leaves, ct_leaves):
             # A copy (a Tensor is immutable already): a gradient may be this very array.
-            c_arr = c if type(c) is Tensor else np.array(c, dtype=np.result_type(o))
+            c_arr = c if type(c) is Tensor else np.array(real_cotangent(c, "vjp_fn"), dtype=np.result_type(o))
             if np.shape(c_arr) != np.shape(o):
                 raise ValueError(
                     f"vjp_fn: cotangent shape {np.shape(c_arr)} does not match the output "
