@@ -90,11 +90,14 @@ del np
 # The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
-         "save": "checkpoint", "load": "checkpoint"}
+         "save": "checkpoint", "load": "checkpoint",
+         "to_dot": "graph", "draw_graph": "graph", "debug_nans": "debug"}
 
 if TYPE_CHECKING:
     from . import data, datasets, losses, nn, optim
     from .checkpoint import load, save
+    from .debug import debug_nans
+    from .graph import draw_graph, to_dot
 
 
 def __getattr__(name: str) -> Any:
@@ -110,3 +113,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
+__all__ += ["to_dot", "draw_graph", "debug_nans"]

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
+from . import tensor as _tensor
 from .functional.unary import _pass_through
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled
 
@@ -111,13 +112,17 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
     vjp = node._vjp
     fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
     parents = node._parents
-    with _grad_enabled():
-        if node._op in F.TAKES_NEED and fn is F.OPS[node._op]:
-            need = tuple(type(p) is Tensor and p._trace & mask != 0 for p in parents)
-            _, replayed = fn(*parents, need=need)
-        else:
-            _, replayed = fn(*parents)
-        return replayed(g)
+    _tensor._in_replay += 1  # (debug_nans says "backward" for what is recorded here)
+    try:
+        with _grad_enabled():
+            if node._op in F.TAKES_NEED and fn is F.OPS[node._op]:
+                need = tuple(type(p) is Tensor and p._trace & mask != 0 for p in parents)
+                _, replayed = fn(*parents, need=need)
+            else:
+                _, replayed = fn(*parents)
+            return replayed(g)
+    finally:
+        _tensor._in_replay -= 1
 
 
 def backward(t: Tensor, cotangent: Any = None, create_graph: bool = False) -> None:

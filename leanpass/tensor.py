@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -73,8 +74,6 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
             to = 0
         ts = self._trace
         trace = ts | to
-        if trace and _no_grad_entered:
-            trace &= _mask_get()
         try:
             if reflected:
                 out, vjp = fn(od, self._data, (_BOTH if ts else _FIRST) if to else (_SECOND if ts else _NEITHER))
@@ -82,6 +81,8 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
                 out, vjp = fn(self._data, od, (_BOTH if to else _FIRST) if ts else (_SECOND if to else _NEITHER))
         except ValueError as e:
             raise _shape_error(name, self._data, od, reflected, e) from None
+        if trace and _no_grad_entered:  # (the slow path: no_grad() or debug_nans() was entered)
+            trace, vjp = _slow_path(trace, name, out, vjp, (other, self) if reflected else (self, other))
         if not trace:
             return _const(out)
         node: Any = _Building()
@@ -113,9 +114,9 @@ def _linear(x: Any, w: Any, b: Any) -> Tensor:
     wd, tw = (w._data, w._trace) if type(w) is Tensor else (_plain(w, "linear"), 0)
     bd, tb = (b._data, b._trace) if type(b) is Tensor else (_plain(b, "linear"), 0)
     trace = tx | tw | tb
-    if trace and _no_grad_entered:
-        trace &= _mask_get()
     out, vjp = F.linear(xd, wd, bd, (tx != 0, tw != 0, tb != 0))
+    if trace and _no_grad_entered:
+        trace, vjp = _slow_path(trace, "linear", out, vjp, (x, w, b))
     return _node(out, trace, "linear", (x, w, b), vjp) if trace else _const(out)
 
 
@@ -131,7 +132,7 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
             trace = 0
         out, vjp = fn(xd)
         if trace and _no_grad_entered:
-            trace &= _mask_get()
+            trace, vjp = _slow_path(trace, name, out, vjp, (x,))
         if not trace:
             return _const(out)
         node: Any = _Building()
@@ -761,7 +762,7 @@ def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
         trace = 0
     out, vjp = fn(xd, *params)
     if trace and _no_grad_entered:
-        trace &= _mask_get()
+        trace, vjp = _slow_path(trace, name, out, vjp, (x,))
     return _node(out, trace, name, (x, *params), vjp) if trace else _const(out)
 
 
@@ -788,8 +789,6 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         else:
             raw.append(a)
             need.append(False)
-    if trace and _no_grad_entered:
-        trace &= _mask_get()
     builtin = F.OPS.get(name)
     if builtin is None:
         out, vjp = fn(*raw)
@@ -801,9 +800,12 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         out, vjp = fn(*raw, need=tuple(need))
     else:
         out, vjp = fn(*raw)
+    vjp = vjp if builtin is not None else CustomVJP(fn, vjp)
+    if trace and _no_grad_entered:
+        trace, vjp = _slow_path(trace, name, out, vjp, args)
     if not trace:
         return _const(out)
-    return _node(out, trace, name, args, vjp if builtin is not None else CustomVJP(fn, vjp))
+    return _node(out, trace, name, args, vjp)
 
 
 class CustomVJP:
@@ -858,6 +860,72 @@ def _plain_index(index: Any) -> Any:
 def _shape_arg(args: tuple[Any, ...]) -> Any:
     """``f(2, 3)`` and ``f((2, 3))`` both mean the tuple ``(2, 3)``."""
     return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+
+
+# ----- the recorders' slow path: no_grad() and debug_nans() ----------------------------------------
+# How many debug_nans() blocks are active (in any thread); the environment variable LEANPASS_DEBUG_NANS=1
+# switches it on for the whole run.
+_debug_nans = 1 if os.environ.get("LEANPASS_DEBUG_NANS", "0") not in ("", "0") else 0
+if _debug_nans:
+    _no_grad_entered = 1
+_in_replay = 0  # > 0 while a create_graph=True backward pass replays rules (ops recorded there are backward)
+
+
+def _slow_path(trace: int, name: str, out: Any, vjp: Any, inputs: tuple[Any, ...]) -> tuple[int, Any]:
+    """The recorders come here only once ``no_grad()`` or ``debug_nans()`` has been entered (in any thread):
+    mask the trace with ``no_grad``'s, and with ``debug_nans`` on, check the output and wrap the VJP."""
+    trace &= _mask_get()
+    if _debug_nans and trace:
+        _check_nans(name, out, inputs, "backward pass (a create_graph replay)" if _in_replay else "forward pass")
+        vjp = CustomVJP(vjp.fn, _NanCheckedVJP(name, vjp.vjp, inputs)) if type(vjp) is CustomVJP else \
+            _NanCheckedVJP(name, vjp, inputs)
+    return trace, vjp
+
+
+def _shapes(values: tuple[Any, ...]) -> str:
+    return ", ".join(str(np.shape(v._data if type(v) is Tensor else v)) for v in values
+                     if type(v) is Tensor or isinstance(v, (np.ndarray, np.generic, float, int)))
+
+
+def _has_nan(x: Any) -> bool:
+    x = x._data if type(x) is Tensor else x
+    return getattr(x, "dtype", np.dtype(float)).kind == "f" and bool(np.isnan(x).any())
+
+
+def _has_inf(x: Any) -> bool:
+    x = x._data if type(x) is Tensor else x
+    return getattr(x, "dtype", np.dtype(float)).kind == "f" and bool(np.isinf(x).any())
+
+
+def _check_nans(name: str, out: Any, inputs: tuple[Any, ...], phase: str) -> None:
+    if _has_nan(out):
+        had = any(_has_nan(v) for v in inputs if type(v) is Tensor or isinstance(v, np.ndarray))
+        raise FloatingPointError(
+            f"debug_nans: op {name!r} made a NaN in the {phase}, from inputs of shapes ({_shapes(inputs)})"
+            + (" (an input already held a NaN: it came from outside the recorded graph)" if had else
+               ". Typical causes: log or sqrt of a negative number, 0 / 0, inf - inf, inf * 0.")
+        )
+
+
+class _NanCheckedVJP:
+    """An op's VJP that raises ``FloatingPointError`` when a cotangent it returns holds a NaN (``debug_nans``)."""
+
+    __slots__ = ("name", "vjp", "shapes")
+
+    def __init__(self, name: str, vjp: Any, inputs: tuple[Any, ...]) -> None:
+        self.name, self.vjp, self.shapes = name, vjp, _shapes(inputs)
+
+    def __call__(self, g: Any) -> Any:
+        cts = self.vjp(g)
+        for i, c in enumerate(cts):
+            if c is not None and _has_nan(c):
+                raise FloatingPointError(
+                    f"debug_nans: the VJP of op {self.name!r} made a NaN in the backward pass (the cotangent of "
+                    f"its input {i}), from inputs of shapes ({self.shapes}) and an output cotangent of shape "
+                    f"{np.shape(g)}" + (" that already held a NaN." if _has_nan(g) else
+                                        " that held an inf (from the op after it)." if _has_inf(g) else ".")
+                )
+        return cts
 
 
 # ----- no_grad --------------------------------------------------------------------------------
