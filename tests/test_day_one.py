@@ -225,3 +225,22 @@ def test_modules_and_optimizers_name_the_layer_or_the_parameter():
     state = optim.adam().init({"a": np.zeros(2), "b": np.zeros(3)})
     with pytest.raises(ValueError, match="gradient at \\['b'\\] has shape \\(4,\\)"):
         optim.adam().update({"a": np.zeros(2), "b": np.zeros(4)}, state)
+
+
+# ----- what the graph keeps of a caller's arrays (docs/autodiff.md: used by reference) ------------------------
+def test_an_ndarray_operand_is_used_by_reference_and_a_tensor_copies():
+    w = lp.Tensor([1.0, 1.0], requires_grad=True)
+    batch = np.array([2.0, 3.0])
+    loss = (w * batch).sum()
+    batch[:] = [20.0, 30.0]  # written before backward(): the documented by-reference behaviour
+    loss.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [20.0, 30.0])
+    w.grad = None
+    held = np.array([2.0, 3.0])
+    loss = (w * lp.Tensor(held)).sum()  # Tensor(...) copies: the caller's array is free to change
+    held[:] = 0.0
+    loss.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 3.0])
+    x = np.arange(6.0)
+    first = next(iter(data.batches(x, batch_size=3)))[0]
+    assert not np.shares_memory(first, x)  # batches are fresh arrays
