@@ -69,14 +69,15 @@ from .ops import (
     var,
     where,
 )
-from .tensor import Tensor, apply, no_grad
+from .tensor import ConversionError, Tensor, apply, no_grad, stop_gradient
 from .transforms import grad, hessian, hvp, jacobian, value_and_grad, vjp
 from .tree import register_pytree, tree_flatten, tree_map, tree_unflatten
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "apply", "no_grad", "functional", "grad", "value_and_grad", "vjp", "jacobian",
+    "Tensor", "ConversionError", "apply", "no_grad", "stop_gradient", "functional", "grad", "value_and_grad",
+    "vjp", "jacobian",
     "hessian", "hvp", "tree_flatten", "tree_unflatten", "tree_map", "register_pytree",
     "abs", "add", "astype", "broadcast_to", "clip", "concatenate", "cos", "divide", "einsum",
     "exp", "expand_dims", "flatten", "gelu", "leaky_relu", "linear", "log", "log_softmax", "logaddexp",

@@ -20,6 +20,7 @@ with ``os.replace``, so a crash never leaves a truncated checkpoint where a good
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import struct
@@ -27,7 +28,7 @@ import tempfile
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -196,7 +197,9 @@ def _decode(node: Any, path: str) -> TreeDef:
         cls = _registered(node["class"], path)
         kids = _list(node.get("children"), path)
         if len(_child_names(cls, len(kids))) != len(kids) or _fields_missing(cls, len(kids)):
-            raise CheckpointError(f"load: the {cls.__name__} at {path or 'the root'} has {len(kids)} children in the file")
+            raise CheckpointError(
+                f"load: the {cls.__name__} at {path or 'the root'} has {len(kids)} children in the file"
+            )
         children = tuple(_decode(c, f"{path}[{i}]") for i, c in enumerate(kids))
         return TreeDef(cls, _decode_meta(node.get("meta"), path), children)
     raise CheckpointError(f"load: malformed structure at {path or 'the root'}")
@@ -394,7 +397,7 @@ def _depth(node: Any) -> int:
     return deepest
 
 
-class _Corrupt(Exception):
+class _CorruptError(Exception):
     """Raised inside ``_read`` for a file that breaks the format; ``_read`` turns it into a CheckpointError."""
 
 
@@ -409,16 +412,16 @@ def _read_array(zf: zipfile.ZipFile, name: str) -> np.ndarray:
     try:
         info = zf.getinfo(name)
     except KeyError:
-        raise _Corrupt(f"the record {name} is missing") from None
+        raise _CorruptError(f"the record {name} is missing") from None
     if info.compress_type == zipfile.ZIP_STORED:
         bound = info.compress_size
     elif info.compress_type == zipfile.ZIP_DEFLATED:
         bound = info.compress_size * _DEFLATE_RATIO + 1024
     else:
-        raise _Corrupt(f"the record {name} uses compression method {info.compress_type}, which is not "
+        raise _CorruptError(f"the record {name} uses compression method {info.compress_type}, which is not "
                        "supported (a checkpoint is stored uncompressed, or deflated as np.savez_compressed does)")
     if info.file_size > bound:
-        raise _Corrupt(f"the record {name} declares {info.file_size} bytes but occupies {info.compress_size}")
+        raise _CorruptError(f"the record {name} declares {info.file_size} bytes but occupies {info.compress_size}")
     with zf.open(info) as fh:
         version = np.lib.format.read_magic(fh)
         if version == (1, 0):
@@ -426,19 +429,19 @@ def _read_array(zf: zipfile.ZipFile, name: str) -> np.ndarray:
         elif version == (2, 0):
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
         else:
-            raise _Corrupt(f"the record {name} is .npy format version {version}")
+            raise _CorruptError(f"the record {name} is .npy format version {version}")
         if dtype.hasobject or dtype.kind not in _KINDS or dtype.fields is not None:
-            raise _Corrupt(f"the record {name} has dtype {dtype}, which a checkpoint does not hold")
+            raise _CorruptError(f"the record {name} has dtype {dtype}, which a checkpoint does not hold")
         count = 1
         for n in shape:
             count *= n
         nbytes = count * dtype.itemsize
         if nbytes != info.file_size - fh.tell():
-            raise _Corrupt(f"the record {name} declares an array of {nbytes} bytes in "
+            raise _CorruptError(f"the record {name} declares an array of {nbytes} bytes in "
                            f"{info.file_size - fh.tell()} bytes of data")
         buf = bytearray(nbytes)
-        if fh.readinto(buf) != nbytes or fh.read(1):  # (reading to the end also checks the CRC)
-            raise _Corrupt(f"the record {name} is truncated")
+        if cast(io.BufferedIOBase, fh).readinto(buf) != nbytes or fh.read(1):  # (reading to the end also checks the CRC)
+            raise _CorruptError(f"the record {name} is truncated")
     arr = np.frombuffer(buf, dtype=dtype)
     return arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)
 
@@ -453,9 +456,9 @@ def _check_header(header: Any) -> None:
         )
     leaves, structure = header.get("leaves"), header.get("structure")
     if not isinstance(leaves, list) or not all(isinstance(i, dict) for i in leaves) or not isinstance(structure, dict):
-        raise _Corrupt("its header is malformed")
+        raise _CorruptError("its header is malformed")
     if _depth(structure) > _MAX_DEPTH:
-        raise _Corrupt(f"its structure nests more than {_MAX_DEPTH} levels deep")
+        raise _CorruptError(f"its structure nests more than {_MAX_DEPTH} levels deep")
     numbers = []
     stack = [structure]
     while stack:
@@ -467,7 +470,7 @@ def _check_header(header: Any) -> None:
         elif isinstance(node, list):
             stack.extend(node)
     if sorted(n for n in numbers if type(n) is int) != list(range(len(leaves))) or len(numbers) != len(leaves):
-        raise _Corrupt(f"its structure does not number its {len(leaves)} leaves in order")
+        raise _CorruptError(f"its structure does not number its {len(leaves)} leaves in order")
 
 
 def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
@@ -484,7 +487,7 @@ def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
             f"{', the file is empty' if not magic else ''}); write checkpoints with leanpass.save(path, params)."
         )
     # What reading a hostile file can raise, from zipfile, zlib, NumPy's header parser and json.
-    bad = (_Corrupt, zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError, IndexError,
+    bad = (_CorruptError, zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError, IndexError,
            UnicodeDecodeError, NotImplementedError, RuntimeError, RecursionError, OverflowError, MemoryError,
            struct.error, SyntaxError, TypeError)
     try:
@@ -497,7 +500,7 @@ def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
                 )
             raw = _read_array(zf, _HEADER + ".npy")
             if raw.dtype != np.uint8 or raw.ndim != 1:
-                raise _Corrupt("its header record is not text")
+                raise _CorruptError("its header record is not text")
             header = json.loads(raw.tobytes().decode("utf-8"))
             _check_header(header)
             arrays = []
@@ -505,12 +508,12 @@ def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
                 arr = _read_array(zf, f"leaf_{i}.npy")
                 declared = (info.get("shape"), info.get("dtype"))
                 if declared != (None, None) and declared != (list(arr.shape), arr.dtype.str):
-                    raise _Corrupt(f"the record leaf_{i} is not the array its header declares")
+                    raise _CorruptError(f"the record leaf_{i} is not the array its header declares")
                 arrays.append(arr)
     except CheckpointError:
         raise
     except bad as e:
-        why = str(e) if type(e) is _Corrupt else f"{type(e).__name__}: {e}"
+        why = str(e) if type(e) is _CorruptError else f"{type(e).__name__}: {e}"
         raise CheckpointError(
             f"load: {str(target)!r} is corrupt or truncated and cannot be read ({why}). "
             "Restore it from a backup or save it again."

@@ -127,7 +127,7 @@ def train_test_split(*arrays: Any, test_size: float | int = 0.2, rng: np.random.
         if labels.shape[:1] != (n,):
             raise ValueError(f"train_test_split: stratify must have one label per example ({n}), got {labels.shape}")
         if labels.ndim != 1:
-            raise ValueError(f"train_test_split: stratify must be one label per example (1-d), got shape {labels.shape}")
+            raise ValueError(f"train_test_split: stratify must be one label per example (1-d), got {labels.shape}")
         if labels.dtype.kind in "fc" and np.isnan(labels).any():
             raise ValueError(
                 f"train_test_split: stratify holds NaN labels (at rows {np.flatnonzero(np.isnan(labels))[:5].tolist()}"

@@ -115,7 +115,7 @@ def draw_graph(tensor: Tensor, path: str | os.PathLike[str], names: Mapping[str,
     target = os.fspath(path)
     fmt = os.path.splitext(target)[1].lstrip(".").lower()
     if not fmt:
-        raise ValueError(f"draw_graph: give the file a suffix that names the format (graph.svg, graph.png), got {target!r}")
+        raise ValueError(f"draw_graph: give the file a suffix that names the format (graph.svg, .png), got {target!r}")
     text = to_dot(tensor, names, constants)
     try:
         import graphviz  # type: ignore[import-untyped, import-not-found, unused-ignore]

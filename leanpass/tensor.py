@@ -182,8 +182,16 @@ class Tensor:
     _grad: Tensor | None
 
     def __init__(self, data: ArrayLike, requires_grad: bool = False, dtype: Any = None) -> None:
+        if type(data) is Tensor and data._trace:
+            raise TypeError(
+                "Tensor(t): t is being differentiated, and a new Tensor made from it would be a "
+                "constant that silently drops its gradient. Use t itself (or t.astype(dtype)); for "
+                "a constant copy on purpose, Tensor(t.detach()) or leanpass.stop_gradient(t)."
+            )
         try:
             arr = np.array(data, dtype=dtype)
+        except ConversionError:
+            raise
         except (TypeError, ValueError) as e:
             raise TypeError(
                 f"Tensor(data): cannot make an array of {type(data).__name__} data ({e}). "
@@ -212,7 +220,16 @@ class Tensor:
     # ----- what a user reads -------------------------------------------------------------
     @property
     def data(self) -> np.ndarray:
-        """The values as a read-only NumPy array (copy it to edit: ``t.data.copy()``)."""
+        """The values as a read-only NumPy array, cut from the graph (copy it to edit: ``t.data.copy()``).
+
+        As PyTorch's ``.data``, an explicit read of the values; inside ``grad`` / ``vjp`` /
+        ``jacobian`` it raises for a Tensor being differentiated (use ``leanpass.stop_gradient``).
+
+        >>> Tensor([1.0, 2.0], requires_grad=True).data
+        array([1., 2.])
+        """
+        if self._trace > 1:
+            raise _escape(self, "t.data")
         d = self._data
         if not isinstance(d, np.ndarray):
             d = np.asarray(d)
@@ -220,27 +237,40 @@ class Tensor:
         return d
 
     def numpy(self) -> np.ndarray:
-        """The values as a read-only NumPy array (same as ``.data``).
+        """The values as a read-only NumPy array.
+
+        A Tensor that requires grad raises instead, as in PyTorch: its gradient would be lost
+        silently. Read ``t.detach().numpy()`` (or ``t.data``) when a constant is meant.
 
         >>> Tensor([1.0, 2.0]).numpy()
         array([1., 2.])
         """
+        if self._trace:
+            raise _escape(self, "t.numpy()")
         return self.data
 
     def item(self) -> Any:
         """The value of a one-element Tensor as a Python number.
 
+        Reading a loss for logging works (``loss.item()``); inside ``grad`` / ``vjp`` /
+        ``jacobian`` it raises for a Tensor being differentiated, since a Python number
+        carries no gradient.
+
         >>> Tensor([[2.5]]).item()
         2.5
         """
+        if self._trace > 1:
+            raise _escape(self, "t.item()")
         return self._data.item()
 
     def tolist(self) -> Any:
-        """The values as nested Python lists.
+        """The values as nested Python lists (raises, as ``.item()``, inside a transform).
 
         >>> Tensor([1.0, 2.0]).tolist()
         [1.0, 2.0]
         """
+        if self._trace > 1:
+            raise _escape(self, "t.tolist()")
         return np.asarray(self._data).tolist()
 
     @property
@@ -307,6 +337,8 @@ class Tensor:
         return f"Tensor({body}{extra})"
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if self._trace:
+            raise _escape(self, "np.asarray(t)")
         arr = self.data
         return arr if dtype is None or dtype == arr.dtype else arr.astype(dtype)
 
@@ -314,12 +346,18 @@ class Tensor:
         return bool(self._data)
 
     def __float__(self) -> float:
+        if self._trace > 1:
+            raise _escape(self, "float(t)")
         return float(self._data)
 
     def __int__(self) -> int:
+        if self._trace > 1:
+            raise _escape(self, "int(t)")
         return int(self._data)
 
     def __index__(self) -> int:
+        if self._trace > 1:
+            raise _escape(self, "an index")
         return int(np.asarray(self._data).__index__())
 
     __hash__ = object.__hash__
@@ -725,13 +763,75 @@ def _node(out: Any, trace: int, name: str, parents: tuple[Any, ...], vjp: Any) -
 
 
 def _plain(v: Any, name: str) -> Any:
-    """A non-Tensor operand, checked: Python numbers and NumPy arrays are constants."""
+    """A non-Tensor operand, checked: Python numbers and real NumPy arrays are constants."""
     if isinstance(v, _PLAIN) and not isinstance(v, complex):
+        dtype: Any = getattr(v, "dtype", _REAL)
+        if dtype.kind == "c":
+            raise TypeError(
+                f"{name!r}: a complex operand ({dtype}); LeanPass differentiates real numbers "
+                "only. Split it into real and imaginary parts (two real Tensors) instead."
+            )
         return v
     raise TypeError(
         f"unsupported operand for {name!r}: {type(v).__name__}. LeanPass operations take "
         "Tensors, NumPy arrays and Python numbers; wrap other data with Tensor(...)."
     )
+
+
+_REAL = np.dtype(np.float64)
+
+
+class ConversionError(TypeError):
+    """A Tensor being differentiated was turned into a constant (a NumPy array or a Python number).
+
+    It is a ``TypeError``, as JAX's tracer-conversion errors and PyTorch's ``.numpy()`` on a
+    Tensor that requires grad are.
+    """
+
+
+def _escape(t: Tensor, what: str) -> ConversionError:
+    """The error for ``what`` (``float(t)``, ``np.asarray(t)``, ...) on a Tensor being differentiated."""
+    where = ("is being differentiated (inside grad / value_and_grad / vjp / jacobian)" if t._trace > 1
+             else "requires grad")
+    caller = _foreign_caller()
+    via = f", called by {caller} (which LeanPass cannot see through)" if caller else ""
+    hint = (
+        " LeanPass has lp.special and lp.stats for the common SciPy functions, and NumPy's own "
+        "functions on the Tensor (np.exp(t), np.sum(t)) are differentiated."
+        if caller else
+        " For a list of Tensors, lp.stack([...]) makes one differentiable array (np.array([...]) cannot)."
+    )
+    return ConversionError(
+        f"{what}{via}: this Tensor {where}, and as a NumPy array or Python number it would be a "
+        f"constant that silently loses its gradient.{hint} If a constant is meant, use "
+        "t.detach() or lp.stop_gradient(t) first; to log a value, read it after the gradient is taken."
+    )
+
+
+def _foreign_caller() -> str | None:
+    """The library outside NumPy and LeanPass (SciPy, say) whose code converted a Tensor, if any."""
+    import sys
+
+    frame: Any = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        top = module.partition(".")[0]
+        if top not in ("numpy", "leanpass"):
+            return module if top in ("scipy", "sklearn", "pandas", "numba", "jax", "torch") else None
+        frame = frame.f_back
+    return None
+
+
+def stop_gradient(x: ArrayLike) -> Tensor:
+    """The same values as a constant: no gradient flows through the result (JAX's name for ``detach``).
+
+    >>> import leanpass as lp
+    >>> lp.grad(lambda x: x * lp.stop_gradient(x))(3.0)
+    np.float64(3.0)
+    """
+    if type(x) is Tensor:
+        return _const(x._data)
+    return _const(np.asarray(x if isinstance(x, (list, tuple)) else _plain(x, "stop_gradient")))
 
 
 def _binary(fn: Callable[..., Any], name: str, a: Any, b: Any) -> Tensor:

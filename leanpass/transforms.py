@@ -24,7 +24,13 @@ from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
 from .tree import tree_flatten, tree_map, tree_unflatten
 
+# How many transformed functions enclose the current code: inside one, results must stay
+# differentiable for the outer transform (a recorded pass).
 _depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
+# How many trace bits are in use: by the enclosing transforms, and by the pull-back that is
+# running (whose rules may call transforms of their own, e.g. a custom op's VJP). A new
+# transform takes the next bit, so it never shares one with a graph that is still live.
+_level: ContextVar[int] = ContextVar("leanpass_trace_level", default=0)
 
 
 def _fresh(x: Any, bit: int, where: str) -> Tensor:
@@ -93,7 +99,9 @@ class _Traced:
             if not -len(args) <= n < len(args):
                 raise ValueError(f"{where}: argnums={argnums} but the function got {len(args)} arguments")
         depth = _depth.get()
-        self.bit = 2 << depth
+        level = _level.get()
+        self.level = level
+        self.bit = 2 << level
         self.nested = depth > 0
         self.where = where
         bit = self.bit
@@ -109,26 +117,34 @@ class _Traced:
             self.inputs.append(ins)
             new_args[n] = tree_unflatten(treedef, ins)
         token = _depth.set(depth + 1)
+        level_token = _level.set(level + 1)
         enabled = _grad_mask.set(-1)  # record inside f even under an outer no_grad()
         try:
             self.out = f(*new_args, **kwargs)
         finally:
             _grad_mask.reset(enabled)
+            _level.reset(level_token)
             _depth.reset(token)
         self.single = isinstance(argnums, int)
 
     def pull_back(self, roots: list[Any], seeds: list[Any]) -> Any:
         """Cotangents for each differentiated argument, in its own pytree structure."""
         live = [(r, s) for r, s in zip(roots, seeds) if type(r) is Tensor and r._trace & self.bit]
-        if self.nested:  # a recorded pass, even under an outer no_grad()
-            with _grad_enabled():
-                seeds_ = [s if type(s) is Tensor else _const(s) for _, s in live]
-                leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, True)
-        else:  # raw arrays: nothing is recorded
-            seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
-            leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
+        # Recorded when the function ran inside another transform, or when the cotangents are
+        # being differentiated themselves (a vjp_fn called inside grad, say).
+        nested = self.nested or any(type(s) is Tensor and s._trace for _, s in live)
+        level_token = _level.set(max(_level.get(), self.level + 1))
+        try:
+            if nested:  # a recorded pass, even under an outer no_grad()
+                with _grad_enabled():
+                    seeds_ = [s if type(s) is Tensor else _const(s) for _, s in live]
+                    leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, True)
+            else:  # raw arrays: nothing is recorded
+                seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
+                leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
+        finally:
+            _level.reset(level_token)
         results = []
-        nested = self.nested
         for (orig, treedef), ins in zip(self.trees, self.inputs):
             grads = []
             for x, t in zip(orig, ins):
@@ -179,6 +195,12 @@ def value_and_grad(
                 )
             out = _const(np.asarray(out))
         data = out._data if type(out._data) is np.ndarray else np.asarray(out._data)
+        if data.dtype.kind != "f":
+            what = " (a comparison or a test such as np.allclose has no gradient)" if data.dtype.kind == "b" else ""
+            raise TypeError(
+                f"grad: the function must return a floating-point scalar, but it returned a value of "
+                f"dtype {data.dtype}{what}. Return the float quantity to differentiate (e.g. a loss)."
+            )
         if data.size != 1:
             raise TypeError(
                 f"grad: gradient is only defined for functions with a scalar output. Output "

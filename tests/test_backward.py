@@ -17,25 +17,25 @@ from leanpass import Tensor
 def test_scalar_backward() -> None:
     x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
     (x**2).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(x.grad.data, [2.0, 4.0, 6.0])
     assert x.grad.dtype == np.float64 and not x.grad.requires_grad
 
 
 def test_one_element_tensor_needs_no_cotangent() -> None:
     x = Tensor([[3.0]], requires_grad=True)
     (x * x).backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [[6.0]])
+    np.testing.assert_array_equal(x.grad.data, [[6.0]])
 
 
 def test_gradients_accumulate_across_calls() -> None:
     x = Tensor([1.0, 2.0], requires_grad=True)
     (x * 3.0).sum().backward()
     (x * x).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [3.0 + 2.0, 3.0 + 4.0])
+    np.testing.assert_array_equal(x.grad.data, [3.0 + 2.0, 3.0 + 4.0])
     y = (x * 10.0).sum()
     y.backward()
     y.backward()  # the same graph twice: it is not consumed by the first pass
-    np.testing.assert_array_equal(x.grad.numpy(), [25.0, 27.0])
+    np.testing.assert_array_equal(x.grad.data, [25.0, 27.0])
 
 
 def test_clearing_grad() -> None:
@@ -44,7 +44,7 @@ def test_clearing_grad() -> None:
     x.grad = None
     assert x.grad is None
     (x * 5.0).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 5.0])
+    np.testing.assert_array_equal(x.grad.data, [5.0, 5.0])
 
 
 def test_grad_is_a_new_tensor_each_accumulation() -> None:
@@ -53,21 +53,21 @@ def test_grad_is_a_new_tensor_each_accumulation() -> None:
     first = x.grad
     (x * 2.0).sum().backward()
     assert x.grad is not first
-    np.testing.assert_array_equal(first.numpy(), [2.0])  # the earlier gradient is not changed
-    np.testing.assert_array_equal(x.grad.numpy(), [4.0])
+    np.testing.assert_array_equal(first.data, [2.0])  # the earlier gradient is not changed
+    np.testing.assert_array_equal(x.grad.data, [4.0])
 
 
 def test_backward_with_a_cotangent_for_a_non_scalar() -> None:
     x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * x
     y.backward(np.array([1.0, 10.0, 100.0]))
-    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 40.0, 600.0])
+    np.testing.assert_array_equal(x.grad.data, [2.0, 40.0, 600.0])
     x.grad = None
     y.backward(Tensor([1.0, 0.0, 1.0]))
-    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 6.0])
+    np.testing.assert_array_equal(x.grad.data, [2.0, 0.0, 6.0])
     x.grad = None
     y.backward([0.5, 0.5, 0.5])
-    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(x.grad.data, [1.0, 2.0, 3.0])
 
 
 def test_cotangent_backward_through_matmul() -> None:
@@ -76,8 +76,8 @@ def test_cotangent_backward_through_matmul() -> None:
     x, w = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
     g = rng.standard_normal((2, 4))
     (x @ w).backward(g)
-    np.testing.assert_allclose(x.grad.numpy(), g @ b.T)
-    np.testing.assert_allclose(w.grad.numpy(), a.T @ g)
+    np.testing.assert_allclose(x.grad.data, g @ b.T)
+    np.testing.assert_allclose(w.grad.data, a.T @ g)
 
 
 def test_gradients_land_only_on_leaves_that_require_grad() -> None:
@@ -86,7 +86,7 @@ def test_gradients_land_only_on_leaves_that_require_grad() -> None:
     h = x * c
     y = (h + 1.0).sum()
     y.backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(x.grad.data, [3.0, 4.0])
     assert c.grad is None
     assert h.grad is None and y.grad is None  # intermediate nodes keep no gradient
 
@@ -106,7 +106,7 @@ def test_broadcast_gradients_are_summed_to_the_leaf_shape() -> None:
     b = Tensor([1.0, 2.0, 3.0], requires_grad=True)
     x = Tensor(np.ones((4, 3)), requires_grad=True)
     (x + b).sum().backward()
-    np.testing.assert_array_equal(b.grad.numpy(), [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(b.grad.data, [4.0, 4.0, 4.0])
     s = Tensor(2.0, requires_grad=True)
     (x * s).sum().backward()
     assert s.grad.shape == () and s.grad.item() == 12.0
@@ -123,7 +123,7 @@ def test_gradient_of_an_unused_leaf_stays_none() -> None:
 def test_sum_gradient_is_a_full_array() -> None:
     x = Tensor(np.ones((2, 3)), requires_grad=True)
     x.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3)))
+    np.testing.assert_array_equal(x.grad.data, np.ones((2, 3)))
     assert x.grad.shape == (2, 3)
 
 
@@ -164,8 +164,8 @@ def test_create_graph_on_vectors_and_hessian_vector_product() -> None:
     g = w.grad
     w.grad = None
     (g * v).sum().backward()  # H v
-    want = lp.hvp(lambda t: ((a @ t).sigmoid() * t).sum())(w.numpy(), v)
-    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-10)
+    want = lp.hvp(lambda t: ((a @ t).sigmoid() * t).sum())(w.data, v)
+    np.testing.assert_allclose(w.grad.data, want, rtol=1e-10)
 
 
 def test_create_graph_with_two_leaves_mixed_partials() -> None:
@@ -190,7 +190,7 @@ def test_long_chain_has_no_recursion_error() -> None:
     for _ in range(CHAIN):
         y = y * 1.0000001
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [1.0000001**CHAIN] * 2, rtol=1e-9)
+    np.testing.assert_allclose(x.grad.data, [1.0000001**CHAIN] * 2, rtol=1e-9)
     del y  # freeing a deep graph must not recurse either
 
 
@@ -231,7 +231,7 @@ def test_backward_skips_branches_without_gradient() -> None:
     y = (lp.apply(_spy(log, "x"), "spy", x) * const_branch).sum()
     y.backward()
     assert log == ["x"]
-    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(x.grad.data, [3.0, 4.0])
 
 
 def test_each_cotangent_is_freed_once_passed_on() -> None:
@@ -256,7 +256,7 @@ def test_each_cotangent_is_freed_once_passed_on() -> None:
     assert len(alive_when_called) == 5
     for k, alive in enumerate(alive_when_called):
         assert len(alive) == k and not any(alive[1:]), (k, alive)
-    np.testing.assert_array_equal(x.grad.numpy(), np.ones(3))
+    np.testing.assert_array_equal(x.grad.data, np.ones(3))
 
 
 def test_nothing_keeps_the_graph_alive_after_the_pass() -> None:
@@ -332,7 +332,7 @@ def test_backward_does_not_alias_the_users_cotangent() -> None:
     u = np.array([1.0, 1.0])
     (x + 1.0).backward(u)  # add passes the cotangent through unchanged
     u[0] = 5.0  # the user reuses their buffer
-    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(x.grad.data, [1.0, 1.0])
     assert u.flags.writeable  # reading x.grad (above) does not lock the user's array
 
 
@@ -341,4 +341,4 @@ def test_backward_gradient_is_not_a_view_of_the_users_cotangent() -> None:
     u = np.ones((2, 1))
     x.reshape(2, 1).backward(u)  # the gradient would be a reshaped view of u
     u[:] = 7.0
-    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(x.grad.data, [1.0, 1.0])

@@ -34,7 +34,7 @@ def test_construction_from_lists_numbers_and_arrays(data: object, shape: tuple, 
     t = Tensor(data)
     assert t.shape == shape
     assert t.dtype == dtype
-    np.testing.assert_array_equal(t.numpy(), np.asarray(data))
+    np.testing.assert_array_equal(t.data, np.asarray(data))
     assert t._op == "leaf"
     assert not t.requires_grad
 
@@ -42,7 +42,7 @@ def test_construction_from_lists_numbers_and_arrays(data: object, shape: tuple, 
 def test_dtype_argument_converts() -> None:
     t = Tensor([1, 2, 3], dtype=np.float32)
     assert t.dtype == np.float32
-    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(t.data, [1.0, 2.0, 3.0])
     assert Tensor(np.ones(2), dtype=np.float32, requires_grad=True).dtype == np.float32
 
 
@@ -52,12 +52,12 @@ def test_construction_copies_the_users_array_and_leaves_it_writeable() -> None:
     assert a.flags.writeable  # the user's flag is not touched
     assert not np.shares_memory(a, t.data)
     a[0] = 100.0  # editing the user's array later does not reach the Tensor
-    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(t.data, [1.0, 2.0, 3.0])
     # reading .data (which marks the Tensor's own array read-only) still leaves ``a`` alone
-    _ = t.data, t.numpy(), np.asarray(t)
+    _ = t.data, t.detach().numpy(), np.asarray(t.detach())
     assert a.flags.writeable
     a[1] = 7.0
-    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(t.data, [1.0, 2.0, 3.0])
 
 
 def test_construction_from_a_read_only_array_keeps_its_flag() -> None:
@@ -65,7 +65,7 @@ def test_construction_from_a_read_only_array_keeps_its_flag() -> None:
     a.flags.writeable = False
     t = Tensor(a)
     assert not a.flags.writeable
-    np.testing.assert_array_equal(t.numpy(), a)
+    np.testing.assert_array_equal(t.data, a)
 
 
 def test_operations_do_not_touch_the_users_operand_arrays() -> None:
@@ -74,7 +74,7 @@ def test_operations_do_not_touch_the_users_operand_arrays() -> None:
     (x * a + a).sum().backward()
     assert a.flags.writeable
     np.testing.assert_array_equal(a, [1.0, 2.0])
-    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(x.grad.data, [1.0, 2.0])
 
 
 @pytest.mark.parametrize("data", [[1, 2], 3, [True, False], np.arange(3), np.array(True)])
@@ -94,18 +94,18 @@ def test_non_numeric_data_is_a_type_error(data: object) -> None:
 
 def test_data_is_read_only() -> None:
     for t in (Tensor([1.0, 2.0]), Tensor([1.0, 2.0], requires_grad=True) * 2.0):
-        for arr in (t.data, t.numpy(), np.asarray(t)):
+        for arr in (t.data, t.detach().numpy(), np.asarray(t.detach())):
             assert not arr.flags.writeable
             with pytest.raises(ValueError, match="read-only"):
                 arr[0] = 5.0
-        np.testing.assert_array_equal(t.numpy(), [1.0, 2.0] if t._op == "leaf" else [2.0, 4.0])
+        np.testing.assert_array_equal(t.data, [1.0, 2.0] if t._op == "leaf" else [2.0, 4.0])
 
 
 def test_item_assignment_says_to_build_a_new_tensor() -> None:
     t = Tensor([1.0, 2.0])
     with pytest.raises(TypeError, match=r"immutable.*Build a new\s+Tensor"):
         t[0] = 1.0
-    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(t.data, [1.0, 2.0])
 
 
 @pytest.mark.parametrize("name", ["data", "shape", "_data", "_op", "requires_grad"])
@@ -113,16 +113,16 @@ def test_attribute_assignment_says_to_build_a_new_tensor(name: str) -> None:
     t = Tensor([1.0, 2.0])
     with pytest.raises(FrozenInstanceError, match=rf"immutable: cannot assign to '{name}'.*Build a new Tensor"):
         setattr(t, name, np.zeros(2))
-    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(t.data, [1.0, 2.0])
 
 
 def test_the_way_to_edit_is_a_copy() -> None:
     t = Tensor([1.0, 2.0])
-    a = t.numpy().copy()
+    a = t.data.copy()
     a[0] = 5.0
     u = Tensor(a)
-    np.testing.assert_array_equal(u.numpy(), [5.0, 2.0])
-    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(u.data, [5.0, 2.0])
+    np.testing.assert_array_equal(t.data, [1.0, 2.0])
 
 
 def test_in_place_numpy_ufunc_into_a_tensor_is_refused() -> None:
@@ -146,17 +146,17 @@ def test_shape_dtype_ndim_size_len() -> None:
 def test_transpose_property() -> None:
     m = np.arange(6.0).reshape(2, 3)
     t = Tensor(m, requires_grad=True)
-    np.testing.assert_array_equal(t.T.numpy(), m.T)
+    np.testing.assert_array_equal(t.T.data, m.T)
     assert t.T.shape == (3, 2)
     (t.T * np.arange(6.0).reshape(3, 2)).sum().backward()
-    np.testing.assert_array_equal(t.grad.numpy(), np.arange(6.0).reshape(3, 2).T)
+    np.testing.assert_array_equal(t.grad.data, np.arange(6.0).reshape(3, 2).T)
 
 
 def test_data_numpy_item_tolist() -> None:
     t = Tensor([[2.5]])
     assert isinstance(t.data, np.ndarray)
     np.testing.assert_array_equal(t.data, [[2.5]])
-    np.testing.assert_array_equal(t.numpy(), [[2.5]])
+    np.testing.assert_array_equal(t.data, [[2.5]])
     assert t.item() == 2.5 and type(t.item()) is float
     assert Tensor(3).item() == 3 and type(Tensor(3).item()) is int
     assert Tensor([1.0, 2.0]).tolist() == [1.0, 2.0]
@@ -165,7 +165,7 @@ def test_data_numpy_item_tolist() -> None:
 
 
 def test_asarray() -> None:
-    t = Tensor([1.0, 2.0], requires_grad=True)
+    t = Tensor([1.0, 2.0])
     a = np.asarray(t)
     assert type(a) is np.ndarray
     np.testing.assert_array_equal(a, [1.0, 2.0])
@@ -209,18 +209,18 @@ def test_python_numbers_on_either_side(op: object) -> None:
     for left, right, want in ((t, 3.0, op(a, 3.0)), (3.0, t, op(3.0, a)), (t, 2, op(a, 2)), (2, t, op(2, a))):
         r = op(left, right)  # type: ignore[operator]
         assert type(r) is Tensor
-        np.testing.assert_allclose(r.numpy(), want)
+        np.testing.assert_allclose(r.data, want)
         assert r.requires_grad
 
 
 def test_spec_scalar_examples() -> None:
     a = Tensor([1.0, 2.0, 4.0], requires_grad=True)
-    np.testing.assert_allclose((3.0 - a).numpy(), [2.0, 1.0, -1.0])
-    np.testing.assert_allclose((2.0 / a).numpy(), [2.0, 1.0, 0.5])
-    np.testing.assert_allclose((2.0**a).numpy(), [2.0, 4.0, 16.0])
+    np.testing.assert_allclose((3.0 - a).data, [2.0, 1.0, -1.0])
+    np.testing.assert_allclose((2.0 / a).data, [2.0, 1.0, 0.5])
+    np.testing.assert_allclose((2.0**a).data, [2.0, 4.0, 16.0])
     (3.0 - a + 2.0 / a + 2.0**a).sum().backward()
     want = -1.0 - 2.0 / np.array([1.0, 2.0, 4.0]) ** 2 + np.log(2.0) * 2.0 ** np.array([1.0, 2.0, 4.0])
-    np.testing.assert_allclose(a.grad.numpy(), want)
+    np.testing.assert_allclose(a.grad.data, want)
 
 
 @pytest.mark.parametrize(
@@ -231,7 +231,7 @@ def test_numpy_array_on_the_left_dispatches_to_the_tensor(op: object) -> None:
     t = Tensor([[0.5, 1.0], [1.5, 2.0]], requires_grad=True)
     r = op(arr, t)  # type: ignore[operator]
     assert type(r) is Tensor
-    np.testing.assert_allclose(r.numpy(), op(arr, t.numpy()))  # type: ignore[operator]
+    np.testing.assert_allclose(r.data, op(arr, t.data))  # type: ignore[operator]
     assert r.requires_grad
     r.sum().backward()
     assert t.grad is not None and t.grad.shape == (2, 2)
@@ -241,7 +241,7 @@ def test_numpy_array_on_the_left_gradient_values() -> None:
     arr = np.array([1.0, 2.0, 3.0])
     t = Tensor([4.0, 5.0, 6.0], requires_grad=True)
     (arr * t).sum().backward()
-    np.testing.assert_array_equal(t.grad.numpy(), arr)
+    np.testing.assert_array_equal(t.grad.data, arr)
     np.testing.assert_array_equal(arr, [1.0, 2.0, 3.0])
 
 
@@ -249,7 +249,7 @@ def test_numpy_scalars_on_the_left() -> None:
     t = Tensor([1.0, 2.0], requires_grad=True)
     r = np.float64(2.0) * t
     assert type(r) is Tensor and r.requires_grad
-    np.testing.assert_array_equal(r.numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(r.data, [2.0, 4.0])
 
 
 def test_in_place_operator_on_a_tensor_name_rebinds() -> None:
@@ -257,15 +257,15 @@ def test_in_place_operator_on_a_tensor_name_rebinds() -> None:
     original = t
     t += 1.0  # no __iadd__: a new Tensor is bound, the old one is untouched
     assert t is not original
-    np.testing.assert_array_equal(original.numpy(), [1.0, 2.0])
-    np.testing.assert_array_equal(t.numpy(), [2.0, 3.0])
+    np.testing.assert_array_equal(original.data, [1.0, 2.0])
+    np.testing.assert_array_equal(t.data, [2.0, 3.0])
 
 
 def test_matmul_method_and_operator_agree() -> None:
     x = np.arange(6.0).reshape(2, 3)
     w = np.arange(12.0).reshape(3, 4)
-    assert np.array_equal(Tensor(x).matmul(w).numpy(), (Tensor(x) @ Tensor(w)).numpy())
-    np.testing.assert_array_equal((Tensor(x) @ w).numpy(), x @ w)
+    assert np.array_equal(Tensor(x).matmul(w).data, (Tensor(x) @ Tensor(w)).data)
+    np.testing.assert_array_equal((Tensor(x) @ w).data, x @ w)
 
 
 # ----- the spec page's values --------------------------------------------------------------------
@@ -274,27 +274,27 @@ def test_matmul_method_and_operator_agree() -> None:
 def test_spec_values() -> None:
     a = Tensor([1.0, 2.0, 3.0], requires_grad=True)
     b = Tensor([4.0, 5.0, 6.0], requires_grad=True)
-    np.testing.assert_array_equal((a + b).numpy(), [5.0, 7.0, 9.0])
-    np.testing.assert_array_equal((a - b).numpy(), [-3.0, -3.0, -3.0])
-    np.testing.assert_array_equal((a * b).numpy(), [4.0, 10.0, 18.0])
-    np.testing.assert_allclose((a / b).numpy(), [0.25, 0.4, 0.5])
-    np.testing.assert_array_equal((a + 10.0).numpy(), [11.0, 12.0, 13.0])
-    np.testing.assert_array_equal((a * 2.0).numpy(), [2.0, 4.0, 6.0])
-    np.testing.assert_array_equal((3.0 - a).numpy(), [2.0, 1.0, 0.0])
+    np.testing.assert_array_equal((a + b).data, [5.0, 7.0, 9.0])
+    np.testing.assert_array_equal((a - b).data, [-3.0, -3.0, -3.0])
+    np.testing.assert_array_equal((a * b).data, [4.0, 10.0, 18.0])
+    np.testing.assert_allclose((a / b).data, [0.25, 0.4, 0.5])
+    np.testing.assert_array_equal((a + 10.0).data, [11.0, 12.0, 13.0])
+    np.testing.assert_array_equal((a * 2.0).data, [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal((3.0 - a).data, [2.0, 1.0, 0.0])
     x = Tensor(np.random.default_rng(0).standard_normal((32, 64)), requires_grad=True)
     w = Tensor(np.random.default_rng(1).standard_normal((64, 16)), requires_grad=True)
     assert (x @ w).shape == (32, 16)
-    np.testing.assert_array_equal((Tensor([2.0, 3.0]) ** 2).numpy(), [4.0, 9.0])
-    np.testing.assert_array_equal((-Tensor([1.0, -2.0])).numpy(), [-1.0, 2.0])
+    np.testing.assert_array_equal((Tensor([2.0, 3.0]) ** 2).data, [4.0, 9.0])
+    np.testing.assert_array_equal((-Tensor([1.0, -2.0])).data, [-1.0, 2.0])
     m = Tensor(np.array([[1.0, 2.0], [3.0, 4.0]]))
     assert m.sum().item() == 10.0 and m.mean().item() == 2.5
     x = Tensor([-2.0, -1.0, 0.0, 1.0, 2.0], requires_grad=True)
-    np.testing.assert_array_equal(x.relu().numpy(), [0.0, 0.0, 0.0, 1.0, 2.0])
-    np.testing.assert_allclose(x.exp().numpy(), [0.135, 0.368, 1.0, 2.718, 7.389], atol=5e-4)
-    log = x.log().numpy()
+    np.testing.assert_array_equal(x.relu().data, [0.0, 0.0, 0.0, 1.0, 2.0])
+    np.testing.assert_allclose(x.exp().data, [0.135, 0.368, 1.0, 2.718, 7.389], atol=5e-4)
+    log = x.log().data
     assert np.isnan(log[:2]).all() and log[2] == -np.inf
     np.testing.assert_allclose(log[3:], [0.0, 0.693], atol=5e-4)
-    np.testing.assert_allclose(x.sigmoid().numpy(), [0.119, 0.269, 0.5, 0.731, 0.881], atol=5e-4)
+    np.testing.assert_allclose(x.sigmoid().data, [0.119, 0.269, 0.5, 0.731, 0.881], atol=5e-4)
 
 
 def test_op_names() -> None:
@@ -341,7 +341,7 @@ def test_detach_and_no_grad_results_are_leaves() -> None:
     a = Tensor([1.0], requires_grad=True)
     d = (a * 2.0).detach()
     assert d._op == "leaf" and not d.requires_grad
-    np.testing.assert_array_equal(d.numpy(), [2.0])
+    np.testing.assert_array_equal(d.data, [2.0])
 
 
 # ----- iteration, copy and pickle ------------------------------------------------------------------
@@ -357,7 +357,7 @@ def test_iterating_rows_records_them() -> None:
     rows = list(x)
     assert len(rows) == 2 and all(r.shape == (2,) for r in rows)
     (rows[0] * rows[1]).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [[3.0, 4.0], [1.0, 2.0]])
+    np.testing.assert_array_equal(x.grad.data, [[3.0, 4.0], [1.0, 2.0]])
 
 
 @pytest.mark.parametrize("how", [copy.copy, copy.deepcopy, lambda t: pickle.loads(pickle.dumps(t))],
@@ -371,10 +371,10 @@ def test_copy_and_pickle_a_tensor(how: object, make: object) -> None:
     t = make()  # type: ignore[operator]
     c = how(t)  # type: ignore[operator]
     assert type(c) is Tensor
-    np.testing.assert_array_equal(c.numpy(), t.numpy())
+    np.testing.assert_array_equal(c.data, t.data)
     assert c.dtype == t.dtype and c.requires_grad == t.requires_grad
     with pytest.raises(ValueError, match="read-only"):
-        c.numpy()[0] = 5.0
+        c.data[0] = 5.0
 
 
 def test_deepcopy_of_a_parameter_dict_is_independent() -> None:
@@ -382,7 +382,7 @@ def test_deepcopy_of_a_parameter_dict_is_independent() -> None:
     best = copy.deepcopy(params)
     (params["w"] * 2.0).sum().backward()
     assert best["w"].grad is None
-    np.testing.assert_array_equal(best["w"].numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(best["w"].data, [1.0, 2.0])
 
 
 def test_parents_of_one_input_ops_ops_with_constants_and_many_inputs() -> None:

@@ -14,6 +14,18 @@ import numpy as np
 apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, set on import
 
 
+def constant(x: Any) -> Any:
+    """The values of ``x`` as a constant: a Tensor's own array (no graph), anything else as it is.
+
+    For the few places where a rule means a constant, such as the shift that keeps
+    ``logsumexp`` stable; ``np.asarray`` of a Tensor being differentiated raises instead.
+
+    >>> constant(np.array([1.0]))
+    array([1.])
+    """
+    return getattr(x, "_data", x)
+
+
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
     """Scatter-add ``g`` into zeros of ``shape`` at ``index`` (see ``shapes.unindex``).
 

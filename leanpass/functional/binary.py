@@ -139,25 +139,32 @@ def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
             vjp = _DIVIDE_FIRST.get((y, x.dtype.num)) or _bound(_DIVIDE_FIRST, _divide_first, y, x)
             return x / vjp.__self__, vjp
         return x / y, MethodType(_divide_first, y)
-    return x / y, partial(_div_vjp, x, y, need)
+    ans = x / y
+    return ans, partial(_div_vjp, x, y, ans, need)
 
 
 def _divide_first(c: Any, g: Any) -> tuple[Any, None]:
     return g / c, None
 
 
-def _div_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
+def _div_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    # The divisor's cotangent as -(g / y) * ans, not -g * x / y**2: replayed for higher orders,
+    # each order then divides by y once more (as x ** -1.0's rule does) instead of squaring it,
+    # which lost accuracy and overflowed float32 from about the 6th derivative of 1 / x.
+    gx = g / y
     return (
-        unbroadcast(g / y, x) if need[0] else None,
-        unbroadcast(-g * x / (y * y), y) if need[1] else None,
+        unbroadcast(gx, x) if need[0] else None,
+        unbroadcast(-gx * ans, y) if need[1] else None,
     )
 
 
 def power(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x ** y`` for any real exponent. Cotangents ``g * y * x**(y-1)`` and ``g * ans * log(x)``.
 
-    The base's cotangent is 0 where ``y == 0`` (``x**0`` is the constant 1, even at ``x = 0``);
-    the exponent's is 0 where ``x <= 0`` (where ``log(x)`` has no real value).
+    The base's cotangent is 0 where ``y == 0`` (``x**0`` is the constant 1, even at ``x = 0``),
+    computed as ``y * x**(y-1)`` so that its own derivative in ``y`` (the mixed second
+    derivative ``x**(y-1) * (1 + y log x)``) stays right there; the exponent's is 0 where
+    ``x <= 0`` (where ``log(x)`` has no real value).
 
     >>> ans, vjp = power(np.array([2.0, 3.0]), 2)
     >>> ans, vjp(np.ones(2))[0]
@@ -171,14 +178,16 @@ def power(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 def _power_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
     gx = gy = None
     if need[0]:
-        if np.ndim(y) == 0 and y == 0:  # x**0 is constant: no x**-1 (inf at 0) anywhere
-            gx = unbroadcast(np.zeros_like(g), x)
+        if type(y) in NUMBER and y == 0:  # x**0 of a constant 0: no x**-1 (inf at 0) anywhere
+            gx = unbroadcast(g * 0, x)
         else:
-            zero = y == 0
-            base = np.where(zero, 1, x) if np.any(zero) else x  # elementwise, the same
+            # Where y == 0 and x == 0, 0**-1 is inf and y * inf is nan: take the base as 1 there
+            # (the slope y * 1 is then 0, as it should be). Elsewhere y * x**(y-1) is exact,
+            # also at y == 0, where it is 0 with the right derivative in y.
+            zero = (y == 0) & (x == 0)
+            base = np.where(zero, 1, x) if np.any(zero) else x
             with np.errstate(divide="ignore", invalid="ignore"):
-                slope = y * base ** (y - 1)
-            gx = unbroadcast(g * np.where(zero, 0, slope) if np.any(zero) else g * slope, x)
+                gx = unbroadcast(g * (y * base ** (y - 1)), x)
     if need[1]:
         if isinstance(x, (int, float)):  # a Python number stays weakly typed (float32 stays float32)
             log_x: Any = math.log(x) if x > 0 else 0.0
@@ -319,9 +328,16 @@ def logaddexp(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 
 def _logaddexp_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
-    with np.errstate(invalid="ignore"):  # both -inf: split evenly instead of nan
-        wx = np.where(ans == -np.inf, 0.5, np.exp(x - ans))
-        wy = np.where(ans == -np.inf, 0.5, np.exp(y - ans))
+    # The weights are sigmoid(x - y) and sigmoid(y - x), in the stable form exp(-logaddexp(0, .)):
+    # exp(x - ans) would be exp(inf - inf) = nan where an input is +inf. Where both inputs are
+    # the same infinity, x - y is nan: the cotangent is split evenly there.
+    with np.errstate(invalid="ignore"):
+        d = x - y
+        tie = np.isnan(d) & ~(np.isnan(x) | np.isnan(y))
+        if np.any(tie):
+            d = np.where(tie, 0, d)
+        wx = np.exp(-np.logaddexp(0, -d))
+        wy = np.exp(-np.logaddexp(0, d))
     return (
         unbroadcast(g * wx, x) if need[0] else None,
         unbroadcast(g * wy, y) if need[1] else None,

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ._lift import constant
+
 Axis = Any  # None | int | tuple[int, ...]
 
 
@@ -175,7 +177,8 @@ def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
 
 def _shift(x: Any, axis: Axis) -> Any:
     """A constant (never differentiated) per-slice maximum, 0 where it is not finite (or empty)."""
-    a = np.asarray(x)
+    a = constant(x)
+    a = a if hasattr(a, "size") else np.asarray(a)
     m = np.max(a, axis=axis, keepdims=True, initial=-np.inf) if a.size == 0 else np.max(a, axis=axis, keepdims=True)
     return np.where(np.isfinite(m), m, 0).astype(m.dtype)
 
@@ -198,7 +201,7 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, A
     ans = ans_kept if keepdims else ans_kept.reshape(_dropped_shape(shape, axis))
 
     def vjp(g: Any) -> tuple[Any]:
-        weights = e / np.where(np.asarray(s) == 0, 1, s)
+        weights = e / np.where(s == 0, 1, s)
         return (_restore(g, shape, axis, keepdims) * weights,)
 
     return ans, vjp

@@ -80,8 +80,11 @@ def astype(x: Any, dtype: Any) -> tuple[Any, Any]:
     >>> astype(np.ones(2), np.float32)[0].dtype
     dtype('float32')
     """
-    xdtype = np.asarray(x).dtype
-    return np.asarray(x).astype(dtype), lambda g: (g.astype(xdtype),)
+    if np.dtype(dtype).kind not in "biuf":
+        raise TypeError(f"astype: cannot cast to {np.dtype(dtype)}; LeanPass differentiates real numbers only")
+    a = x if hasattr(x, "astype") else np.asarray(x)  # (a Tensor, in a replayed pass, records its own astype)
+    xdtype = a.dtype
+    return a.astype(dtype), lambda g: (g.astype(xdtype),)
 
 
 def getitem(x: Any, index: Any) -> tuple[Any, Any]:
@@ -102,7 +105,7 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     >>> unindex(np.ones(3), [0, 0, 1], (2,))[0]
     array([2., 1.])
     """
-    out = np.zeros(shape, dtype=np.asarray(g).dtype)
+    out = np.zeros(shape, dtype=g.dtype if hasattr(g, "dtype") else np.asarray(g).dtype)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter
     else:

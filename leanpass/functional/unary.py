@@ -202,15 +202,19 @@ def _cos_vjp(x: Any, g: Any) -> tuple[Any]:
 def softplus(x: Any) -> tuple[Any, Any]:
     """``log(1 + exp(x))`` computed as ``logaddexp(0, x)``. Cotangent ``g * sigmoid(x)``.
 
+    The slope is 1 at ``+inf`` and 0 at ``-inf`` (sigmoid in its stable form, so no
+    ``inf - inf``).
+
     >>> softplus(np.array([0.0]))[1](np.ones(1))
     (array([0.5]),)
+    >>> softplus(np.array([np.inf, -np.inf]))[1](np.ones(2))
+    (array([1., 0.]),)
     """
-    ans = np.logaddexp(0, x)
-    return ans, partial(_softplus_vjp, x, ans)
+    return np.logaddexp(0, x), MethodType(_softplus_vjp, x)
 
 
-def _softplus_vjp(x: Any, ans: Any, g: Any) -> tuple[Any]:
-    return (g * np.exp(x - ans),)
+def _softplus_vjp(x: Any, g: Any) -> tuple[Any]:
+    return (g * np.exp(-np.logaddexp(0, -x)),)
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> tuple[Any, Any]:
