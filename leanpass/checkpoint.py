@@ -440,7 +440,8 @@ def _read_array(zf: zipfile.ZipFile, name: str) -> np.ndarray:
             raise _CorruptError(f"the record {name} declares an array of {nbytes} bytes in "
                            f"{info.file_size - fh.tell()} bytes of data")
         buf = bytearray(nbytes)
-        if cast(io.BufferedIOBase, fh).readinto(buf) != nbytes or fh.read(1):  # (reading to the end also checks the CRC)
+        # (reading to the end also checks the CRC)
+        if cast(io.BufferedIOBase, fh).readinto(buf) != nbytes or fh.read(1):
             raise _CorruptError(f"the record {name} is truncated")
     arr = np.frombuffer(buf, dtype=dtype)
     return arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)
