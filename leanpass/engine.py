@@ -158,7 +158,7 @@ def _seed(t: Tensor, cotangent: Any) -> Any:
         return np.ones_like(data)
     # A copy: the gradient may be this very array (add passes it through), and it must not
     # change when the caller reuses their buffer, nor lock it read-only.
-    raw = cotangent._data if type(cotangent) is Tensor else real_cotangent(cotangent, "backward(cotangent)")
+    raw = cotangent._data if type(cotangent) is Tensor else _real_cotangent(cotangent, "backward(cotangent)")
     g = np.array(raw, dtype=t.dtype)
     if np.shape(g) != np.shape(data):
         raise ValueError(
@@ -168,7 +168,7 @@ def _seed(t: Tensor, cotangent: Any) -> Any:
     return g
 
 
-def real_cotangent(value: Any, where: str) -> Any:
+def _real_cotangent(value: Any, where: str) -> Any:
     """``value`` (not a Tensor) checked to be real numbers: a cotangent of None, strings or complex
     values would otherwise become NaN, parsed text or a dropped imaginary part."""
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
-from .tensor import ArrayLike, Tensor, _binary, _linear, _shape_arg, _unary, _value, apply, axis_not_dim
+from .tensor import ArrayLike, Tensor, _binary, _linear, _shape_arg, _unary, _value, apply, _axis_not_dim
 
 
 def _tensor(x: ArrayLike) -> Any:
@@ -520,4 +520,4 @@ def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
 # PyTorch's dim= gets a message naming NumPy's axis=.
 for _name in ("sum", "mean", "max", "min", "var", "std", "logsumexp", "softmax", "log_softmax", "concatenate",
               "stack", "split", "expand_dims", "squeeze", "take"):
-    globals()[_name] = axis_not_dim(globals()[_name])
+    globals()[_name] = _axis_not_dim(globals()[_name])

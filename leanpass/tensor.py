@@ -650,7 +650,7 @@ _TORCH_SPELLINGS = {
 }
 
 
-def axis_not_dim(fn: _F) -> _F:
+def _axis_not_dim(fn: _F) -> _F:
     """``fn``, answering PyTorch's ``dim=`` keyword with NumPy's ``axis=`` (an ops function or a method)."""
 
     name = fn.__qualname__
@@ -705,7 +705,7 @@ def _setattr(self: Tensor, name: str, value: Any) -> None:
 Tensor.__setattr__ = _setattr  # type: ignore[method-assign, assignment]
 for _name in ("sum", "mean", "max", "min", "var", "std", "squeeze", "softmax", "log_softmax", "argmax", "argmin",
               "take"):
-    setattr(Tensor, _name, axis_not_dim(getattr(Tensor, _name)))
+    setattr(Tensor, _name, _axis_not_dim(getattr(Tensor, _name)))
 
 
 class _Building(Tensor):

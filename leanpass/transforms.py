@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .engine import real_cotangent, reverse_pass
+from .engine import _real_cotangent, reverse_pass
 from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
 from .tree import tree_flatten, tree_map, tree_unflatten
@@ -267,7 +267,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
         seeds = []
         for o, c in zip(out_leaves, ct_leaves):
             # A copy (a Tensor is immutable already): a gradient may be this very array.
-            c_arr = c if type(c) is Tensor else np.array(real_cotangent(c, "vjp_fn"), dtype=np.result_type(o))
+            c_arr = c if type(c) is Tensor else np.array(_real_cotangent(c, "vjp_fn"), dtype=np.result_type(o))
             if np.shape(c_arr) != np.shape(o):
                 raise ValueError(
                     f"vjp_fn: cotangent shape {np.shape(c_arr)} does not match the output "

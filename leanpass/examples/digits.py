@@ -227,7 +227,11 @@ MAX_PARAMS = 50_000_000  # a 200 MB float32 model: far beyond what 1,437 trainin
 
 
 def check_common(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse ``--epochs`` below 1 and a negative ``--seed``, as argparse refuses a bad option (exit 2)."""
+    """Refuse ``--epochs`` below 1 and a negative ``--seed``, as argparse refuses a bad option (exit 2).
+
+    >>> parser = argparse.ArgumentParser(prog="demo")
+    >>> check_common(parser, argparse.Namespace(epochs=3, seed=0))  # fine: nothing happens
+    """
     if args.epochs < 1:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
     if args.seed < 0:
