@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
-from .tensor import ArrayLike, Tensor, _binary, _linear, _shape_arg, _unary, _value, apply, _axis_not_dim
+from .tensor import ArrayLike, Tensor, _axis_not_dim, _binary, _linear, _shape_arg, _unary, _value, apply
 
 
 def _tensor(x: ArrayLike) -> Any:
