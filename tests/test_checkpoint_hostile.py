@@ -297,20 +297,20 @@ def _must_fail_cleanly(tmp_path, data):
         pass  # anything else (RuntimeError, KeyError, RecursionError, MemoryError, ...) fails the test
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.binary(max_size=2000))
 def test_fuzz_random_bytes(tmp_path_factory, data):
     _must_fail_cleanly(tmp_path_factory.mktemp("f"), b"PK\x03\x04" + data)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(cut=st.integers(min_value=0, max_value=10**6))
 def test_fuzz_truncations(tmp_path_factory, cut):
     good = _good(tmp_path_factory)
     _must_fail_cleanly(tmp_path_factory.mktemp("f"), good[: cut % len(good)])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=7)), min_size=1,
                       max_size=4))
 def test_fuzz_bit_flips(tmp_path_factory, flips):
@@ -327,7 +327,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
                      max_leaves=12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(structure=_json, leaves=st.lists(st.dictionaries(st.sampled_from(["type", "requires_grad", "shape", "dtype",
                                                                           "path"]), _json, max_size=4), max_size=3),
        kinds=st.lists(st.sampled_from(["<f8", "<i8", "|b1", "<U3", "<c16", "|u1"]), min_size=3, max_size=3))
