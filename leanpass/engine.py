@@ -16,6 +16,7 @@ again.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from heapq import heappop, heappush
 from typing import Any
 
@@ -25,6 +26,14 @@ from . import functional as F
 from . import tensor as _tensor
 from .functional.unary import _pass_through
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled
+
+# How many transformed functions (or recorded pull-backs) enclose the current code: inside
+# one, a transform's results must stay differentiable for the outer one (a recorded pass).
+_depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
+# How many trace bits are in use: by the enclosing transforms, and by the pull-back that is
+# running (whose rules may call transforms of their own, e.g. a custom op's VJP). A new
+# transform takes the next bit, so it never shares one with a graph that is still live.
+_level: ContextVar[int] = ContextVar("leanpass_trace_level", default=0)
 
 
 def reverse_pass(
@@ -112,6 +121,7 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
     vjp = node._vjp
     fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
     parents = node._parents
+    token = _depth.set(_depth.get() + 1)  # a transform a rule calls is then recorded too
     _tensor._in_replay += 1  # (debug_nans says "backward" for what is recorded here)
     try:
         with _grad_enabled():
@@ -122,6 +132,7 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
                 _, replayed = fn(*parents)
             return replayed(g)
     finally:
+        _depth.reset(token)
         _tensor._in_replay -= 1
 
 

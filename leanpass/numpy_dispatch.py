@@ -96,7 +96,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     out = kwargs.get("out")
     if out is not None and any(type(o) is Tensor for o in (out if isinstance(out, tuple) else (out,))):
         raise TypeError(_IN_PLACE)
-    name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    name = _ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
     if method == "__call__":
         if ufunc in _PLAIN_UFUNCS:
             return ufunc(*(_value(x) for x in inputs), **kwargs)
@@ -107,7 +107,25 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     elif method == "reduce" and ufunc in _REDUCES:
         _check_kwargs(name, kwargs, ("axis", "keepdims"))
         return _REDUCES[ufunc](inputs[0], axis=kwargs.get("axis", 0), keepdims=bool(kwargs.get("keepdims", False)))
+    if not name.startswith("np."):
+        raise TypeError(
+            f"{name} is not differentiable in LeanPass: it cannot see through a Tensor. LeanPass has "
+            "lp.special and lp.stats for the common SciPy functions; or call it on t.detach() for a constant."
+        )
     raise TypeError(f"{name} is not differentiable in LeanPass. {_HINT}")
+
+
+def _ufunc_name(ufunc: np.ufunc) -> str:
+    """``np.exp`` for NumPy's ufuncs, ``scipy.special.gammaln`` for SciPy's (ufuncs too)."""
+    if getattr(np, ufunc.__name__, None) is ufunc:
+        return f"np.{ufunc.__name__}"
+    import sys
+
+    for module in ("scipy.special",):
+        mod = sys.modules.get(module)
+        if mod is not None and getattr(mod, ufunc.__name__, None) is ufunc:
+            return f"{module}.{ufunc.__name__}"
+    return ufunc.__name__
 
 
 def _unsupported(func: Any) -> Any:

@@ -12,25 +12,15 @@ arrays.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
-from .engine import _real_cotangent, reverse_pass
+from .engine import _depth, _level, _real_cotangent, reverse_pass
 from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
 from .tree import tree_flatten, tree_map, tree_unflatten
-
-# How many transformed functions enclose the current code: inside one, results must stay
-# differentiable for the outer transform (a recorded pass).
-_depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
-# How many trace bits are in use: by the enclosing transforms, and by the pull-back that is
-# running (whose rules may call transforms of their own, e.g. a custom op's VJP). A new
-# transform takes the next bit, so it never shares one with a graph that is still live.
-_level: ContextVar[int] = ContextVar("leanpass_trace_level", default=0)
 
 
 def _fresh(x: Any, bit: int, where: str) -> Tensor:
@@ -288,57 +278,109 @@ def _one_array(x: Any) -> Any:
     return arr if arr.dtype.kind == "f" else arr.astype(np.float64)
 
 
-def jacobian(f: Callable[..., Any]) -> Callable[[Any], Any]:
-    """The Jacobian of ``f`` at one array argument, built row by row in reverse mode.
+def _argnums(argnums: int | tuple[int, ...], n: int, where: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for k in nums:
+        if not -n <= k < n:
+            raise ValueError(f"{where}: argnums={argnums} but the function got {n} positional arguments")
+    return tuple(k % n for k in nums)
 
-    ``f`` takes one array (or Tensor, or float) and returns one array-valued Tensor. The result
-    has shape ``output.shape + input.shape`` and the input's dtype; it is a Tensor when the input
-    is one. Each row is one ``vjp`` pull-back of a unit cotangent, so ``jacobian`` composes with
-    ``grad`` (``hessian`` is ``jacobian(grad(f))``).
+
+def jacobian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """The Jacobian of ``f`` with respect to argument(s) ``argnums``, built row by row in reverse mode.
+
+    Arguments and outputs may be pytrees; the result has JAX's structure: the output's tree
+    with, at each output leaf, the tree of the differentiated argument (a tuple of trees for a
+    tuple ``argnums``), whose leaves have shape ``out_leaf.shape + in_leaf.shape`` and the
+    input's dtype (a Tensor where the input is one). Each row is one ``vjp`` pull-back of a
+    unit cotangent, so ``jacobian`` composes with ``grad`` (``hessian`` is ``jacobian(grad(f))``).
+    With ``has_aux=True``, ``f`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``.
 
     >>> jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
     array([[2., 0.],
            [0., 4.]])
+    >>> j = jacobian(lambda p: p["w"] * p["b"])({"w": np.array([1.0, 2.0]), "b": 3.0})
+    >>> j["w"], j["b"]
+    (array([[3., 0.],
+           [0., 3.]]), array([1., 2.]))
     """
 
-    def jac(x: Any) -> Any:
-        x = _one_array(x)
-        out, pull = vjp(f, x)
-        if type(out) is not Tensor and not isinstance(out, (int, float, np.ndarray, np.generic)):
-            raise TypeError(
-                f"jacobian: f must return a single Tensor or array, but returned {type(out).__name__}. "
-                "Return one array (e.g. stack or concatenate the pieces), or take the Jacobian of each."
-            )
-        data = out._data if type(out) is Tensor else np.asarray(out)
-        out_shape = np.shape(data)
-        in_data = x._data if type(x) is Tensor else np.asarray(x)
-        n = math.prod(out_shape)
-        units = np.eye(n, dtype=data.dtype if data.dtype.kind == "f" else in_data.dtype)
-        rows = [pull(units[i].reshape(out_shape))[0] for i in range(n)]
-        shape = out_shape + in_data.shape
-        if not rows:  # an empty output
-            zeros = np.zeros(shape, in_data.dtype)
-            return _const(zeros) if type(x) is Tensor else zeros
-        if type(rows[0]) is Tensor:  # inside another transform, or a Tensor input
-            from .ops import stack
+    @functools.wraps(f)
+    def jac(*args: Any, **kwargs: Any) -> Any:
+        nums = _argnums(argnums, len(args), "jacobian")
 
-            return stack(rows).reshape(shape)
-        return np.stack(rows).reshape(shape)
+        def at(*dyn: Any) -> Any:
+            full = list(args)
+            for k, d in zip(nums, dyn):
+                full[k] = d
+            return f(*full, **kwargs)
+
+        result = vjp(at, *(args[k] for k in nums), has_aux=has_aux)
+        out, pull = result[0], result[1]
+        out_leaves, out_def = tree_flatten(out)
+        ins = [tree_flatten(args[k]) for k in nums]
+        zeros = []
+        for o in out_leaves:
+            data = o._data if type(o) is Tensor else o
+            if not isinstance(data, (int, float, np.ndarray, np.generic)):
+                raise TypeError(
+                    f"jacobian: f must return arrays, Tensors or pytrees of them, but an output is a "
+                    f"{type(o).__name__}."
+                )
+            zeros.append(np.zeros(np.shape(data), np.result_type(data) if np.result_type(data).kind == "f"
+                                  else np.float64))
+        per_out = []
+        for j, zero in enumerate(zeros):  # one pull-back per entry of each output leaf
+            rows = []
+            for i in range(zero.size):
+                unit = zero.copy()
+                unit.flat[i] = 1
+                cts = list(zeros)
+                cts[j] = unit
+                rows.append(pull(tree_unflatten(out_def, cts)))
+            trees = []
+            for k, (leaves, in_def) in enumerate(ins):
+                blocks = []
+                for i, x in enumerate(leaves):
+                    xd = x._data if type(x) is Tensor else np.asarray(x)
+                    blocks.append(_stack_rows([tree_flatten(r[k])[0][i] for r in rows], zero.shape, xd, x))
+                trees.append(tree_unflatten(in_def, blocks))
+            per_out.append(trees[0] if isinstance(argnums, int) else tuple(trees))
+        jacobian_tree = tree_unflatten(out_def, per_out)
+        return (jacobian_tree, result[2]) if has_aux else jacobian_tree
 
     return jac
 
 
-def hessian(f: Callable[..., Any]) -> Callable[[Any], Any]:
-    """The Hessian of a scalar ``f`` at one array argument: ``jacobian(grad(f))``.
+def _stack_rows(rows: list[Any], out_shape: tuple[int, ...], x_data: Any, like: Any) -> Any:
+    """Rows of one Jacobian block (one per output entry) as an array of ``out_shape + x.shape``."""
+    shape = out_shape + np.shape(x_data)
+    if not rows:  # an empty output
+        zeros = np.zeros(shape, np.result_type(x_data))
+        return _const(zeros) if type(like) is Tensor else zeros
+    if type(rows[0]) is Tensor:  # inside another transform, or a Tensor input
+        from .ops import stack
 
-    The result has shape ``input.shape + input.shape``; for a quadratic ``x @ A @ x`` it is
-    ``A + A.T``.
+        return stack(rows).reshape(shape)
+    return np.stack(rows).reshape(shape)
+
+
+def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """The Hessian of a scalar ``f`` with respect to argument(s) ``argnums``: ``jacobian(grad(f))``.
+
+    Over pytrees it has JAX's structure: for a dict of parameters, a dict of dicts whose leaf
+    ``[a][b]`` has shape ``a.shape + b.shape``. For one array it has shape
+    ``x.shape + x.shape``; for a quadratic ``x @ A @ x`` it is ``A + A.T``. With
+    ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is ``(hessian, aux)``.
 
     >>> hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
     array([[ 6.,  0.],
            [ 0., 12.]])
+    >>> h = hessian(lambda p: p["a"] ** 2 * p["b"])({"a": 1.0, "b": 2.0})
+    >>> float(h["a"]["a"]), float(h["a"]["b"]), float(h["b"]["b"])
+    (4.0, 2.0, 0.0)
     """
-    return jacobian(grad(f))
+    return jacobian(grad(f, argnums, has_aux), argnums, has_aux)
 
 
 def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:

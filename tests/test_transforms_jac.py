@@ -70,11 +70,15 @@ def test_jacobian_edge_cases() -> None:
     np.testing.assert_array_equal(value(j), 2 * np.eye(2))
     empty = lp.jacobian(lambda t: t[:0])(Tensor(x))
     assert type(empty) is Tensor and empty.shape == (0, 2)
-    np.testing.assert_array_equal(lp.jacobian(lambda t: t * 3.0)([1.0, 2.0]), 3 * np.eye(2))  # a list is one array
-    np.testing.assert_array_equal(lp.hessian(lambda t: (t ** 2).sum())([1, 2]), 2 * np.eye(2))
+    # a list is a pytree (as in JAX): one Jacobian block per leaf
+    j = lp.jacobian(lambda t: t[0] * 3.0 + t[1])([1.0, 2.0])
+    assert isinstance(j, list) and [float(b) for b in j] == [3.0, 1.0]
     np.testing.assert_array_equal(lp.hvp(lambda t: (t ** 2).sum())([1.0, 2.0], [1.0, 0.0]), [2.0, 0.0])
-    with pytest.raises(TypeError, match="jacobian: f must return a single Tensor or array"):
-        lp.jacobian(lambda t: (t, t))(x)
+    pair = lp.jacobian(lambda t: (t, t * 2.0))(x)  # a tuple output: a tuple of Jacobians
+    assert type(pair) is tuple
+    np.testing.assert_array_equal(pair[1], 2 * np.eye(2))
+    with pytest.raises(TypeError, match="jacobian: f must return arrays"):
+        lp.jacobian(lambda t: "no")(x)
     with pytest.raises(TypeError, match="floating-point"):
         lp.jacobian(lambda t: t * 2)(np.array([1, 2]))
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .reductions import _shift
+from .reductions import _shifted
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -35,24 +35,35 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
     n = x.shape[0]
     rows = np.arange(n)
     fast = isinstance(x, np.ndarray)  # raw arrays (first order); a Tensor means a replayed, recorded pass
-    # Subtract each row's maximum (a constant) before exp. A row with an infinite maximum gives
-    # nan either way, so the raw path skips the finiteness check that _shift makes.
-    # (raw arrays reduce with the ufuncs themselves: ndarray.max and .sum are Python wrappers)
-    shifted = x - (np.maximum.reduce(x, axis=-1, keepdims=True) if fast else _shift(x, -1))
-    e = np.exp(shifted)
-    s = np.add.reduce(e, axis=-1, keepdims=True) if fast else e.sum(axis=-1, keepdims=True)
-    if fast:  # s >= 1 (the maximum's own exp(0)) or nan: never log(0)
-        lse = np.log(s)
-    else:
-        with np.errstate(divide="ignore"):  # a row of all -inf (its shift is 0)
+    if fast:
+        # Subtract each row's maximum (a constant) before exp; with the ufuncs themselves
+        # (ndarray.max and .sum are Python wrappers). s >= 1 (the maximum's own exp(0)), so
+        # never log(0). A row with an infinite maximum makes the loss nan (inf - inf: a
+        # RuntimeWarning, an error where warnings are errors) and is then computed again
+        # below, with the limits the general path takes (no np.errstate here: it costs a
+        # few microseconds per call).
+        try:
+            shifted = x - np.maximum.reduce(x, axis=-1, keepdims=True)
+            e = np.exp(shifted)
+            s = np.add.reduce(e, axis=-1, keepdims=True)
             lse = np.log(s)
-    per_row = lse.reshape(n) - shifted[rows, labels]
-    if reduction == "mean":
-        ans = (np.add.reduce(per_row) if fast else per_row.sum()) / n
-    elif reduction == "sum":
-        ans = np.add.reduce(per_row) if fast else per_row.sum()
-    else:
-        ans = per_row
+            ans = _reduce(lse.reshape(n) - shifted[rows, labels], reduction, n, fast)
+            check = ans if reduction != "none" else np.add.reduce(ans)
+            fast = check == check or bool(np.isnan(x).any())
+        except RuntimeWarning:
+            fast = False
+    if not fast:
+        shifted = _shifted(x, -1)[0]
+        e = np.exp(shifted)
+        s = e.sum(axis=-1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a row of all -inf: nan, as log_softmax
+            lse = np.log(s)
+            ans = _reduce(lse.reshape(n) - shifted[rows, labels], reduction, n, fast)
+        if isinstance(x, np.ndarray):
+            with np.errstate(invalid="ignore"):  # 0 / 0 in a row of all -inf: nan, without a warning
+                e = e / s
+            s = np.ones((), e.dtype)
+            fast = True
 
     def vjp(g: Any) -> tuple[Any, None, None]:
         p = e / s  # softmax(x), from the forward's pieces
@@ -75,3 +86,11 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         return diff * g.reshape(n, 1), None, None
 
     return ans, vjp
+
+
+def _reduce(per_row: Any, reduction: str, n: int, fast: bool) -> Any:
+    if reduction == "mean":
+        return (np.add.reduce(per_row) if fast else per_row.sum()) / n
+    if reduction == "sum":
+        return np.add.reduce(per_row) if fast else per_row.sum()
+    return per_row

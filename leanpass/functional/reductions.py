@@ -175,12 +175,23 @@ def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
     return ans, vjp
 
 
-def _shift(x: Any, axis: Axis) -> Any:
-    """A constant (never differentiated) per-slice maximum, 0 where it is not finite (or empty)."""
+def _shifted(x: Any, axis: Axis) -> tuple[Any, Any]:
+    """``x`` minus its per-slice maximum (a constant, never differentiated), and that maximum.
+
+    The softmax family exponentiates the shifted values, so nothing overflows. At the edges the
+    results are the limits: a slice of all ``-inf`` is shifted by 0 (its maximum is taken as
+    0), and a slice with ``+inf`` entries becomes 0 at those entries and ``-inf`` elsewhere, so
+    its softmax puts all the weight, shared evenly, on the infinite entries (no ``inf - inf``).
+    """
     a = constant(x)
     a = a if hasattr(a, "size") else np.asarray(a)
     m = np.max(a, axis=axis, keepdims=True, initial=-np.inf) if a.size == 0 else np.max(a, axis=axis, keepdims=True)
-    return np.where(np.isfinite(m), m, 0).astype(m.dtype)
+    top = np.where(m == -np.inf, 0, m).astype(m.dtype)
+    shifted = x - np.where(np.isfinite(m), m, 0).astype(m.dtype)
+    pinf = m == np.inf
+    if np.any(pinf):
+        shifted = np.where(pinf, np.where(a == np.inf, 0, -np.inf).astype(m.dtype), shifted)
+    return shifted, top
 
 
 def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
@@ -193,11 +204,11 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, A
     (0.693147, (array([0.5, 0.5]),))
     """
     shape = _shape(x)
-    m = _shift(x, axis)
-    e = np.exp(x - m)
+    shifted, top = _shifted(x, axis)
+    e = np.exp(shifted)
     s = np.sum(e, axis=axis, keepdims=True)
     with np.errstate(divide="ignore"):
-        ans_kept = np.log(s) + m
+        ans_kept = np.log(s) + top
     ans = ans_kept if keepdims else ans_kept.reshape(_dropped_shape(shape, axis))
 
     def vjp(g: Any) -> tuple[Any]:
@@ -218,7 +229,7 @@ def softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     >>> softmax(np.array([0.0, -np.inf]))[0]
     array([1., 0.])
     """
-    e = np.exp(x - _shift(x, axis))
+    e = np.exp(_shifted(x, axis)[0])
     with np.errstate(invalid="ignore"):
         ans = e / np.sum(e, axis=axis, keepdims=True)
     return ans, lambda g: (ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),)
@@ -232,7 +243,7 @@ def log_softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     >>> log_softmax(np.array([0.0, 0.0]))[0]
     array([-0.69314718, -0.69314718])
     """
-    shifted = x - _shift(x, axis)
+    shifted = _shifted(x, axis)[0]
     with np.errstate(divide="ignore", invalid="ignore"):
         ans = shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
     return ans, lambda g: (g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),)

@@ -237,16 +237,25 @@ _GELU_C = float(np.sqrt(2.0 / np.pi))
 def gelu(x: Any) -> tuple[Any, Any]:
     """GELU, tanh approximation: ``0.5 * x * (1 + tanh(c * (x + 0.044715 x**3)))``, c = sqrt(2/pi).
 
+    Beyond +-10 the tanh has saturated to +-1 in float32 and float64, so it is computed from
+    ``x`` clipped to [-10, 10] (the same values, with no ``x**3`` overflowing to ``inf``), the
+    value below -10 is 0, and the slope's ``x**3 * (1 - t**2)`` term is 0 (at ``+-inf``,
+    ``inf * 0``, whose limit is 0): finite at every order.
+
     >>> gelu(np.array([0.0, 1.0]))[0].round(4)
     array([0.    , 0.8412])
+    >>> gelu(np.array([-np.inf, np.inf]))[1](np.ones(2))
+    (array([0., 1.]),)
     """
-    t = np.tanh(_GELU_C * (x + 0.044715 * x * x * x))
-    return 0.5 * x * (1 + t), partial(_gelu_vjp, x, t)
+    xc = np.clip(x, -10, 10)
+    t = np.tanh(_GELU_C * (xc + 0.044715 * xc * xc * xc))
+    return 0.5 * np.where(x < -10, 0, x) * (1 + t), partial(_gelu_vjp, x, t)
 
 
 def _gelu_vjp(x: Any, t: Any, g: Any) -> tuple[Any]:
-    dt = (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * x * x)
-    return (g * (0.5 * (1 + t) + 0.5 * x * dt),)
+    xs = np.where(np.abs(x) > 10, 0, x)  # where 1 - t**2 is 0 (x**3 would be inf at +-inf)
+    dt = (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * xs * xs)
+    return (g * (0.5 * (1 + t) + 0.5 * xs * dt),)
 
 
 def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
