@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
-from .tensor import ArrayLike, Tensor, _axis_not_dim, _binary, _linear, _shape_arg, _unary, _value, apply
+from .tensor import ArrayLike, Tensor, _astype, _axis_not_dim, _binary, _linear, _shape_arg, _unary, _value, apply
 
 
 def _tensor(x: ArrayLike) -> Any:
@@ -424,12 +424,15 @@ def broadcast_to(x: ArrayLike, shape: Any) -> Tensor:
 
 
 def astype(x: ArrayLike, dtype: Any) -> Tensor:
-    """Cast to ``dtype``; the gradient is cast back.
+    """Cast to ``dtype``; the gradient is cast back. A cast to an integer or bool dtype is a
+    constant: rounding has no gradient.
 
     >>> astype(Tensor([1.0]), np.float32).dtype
     dtype('float32')
+    >>> astype(Tensor([1.7], requires_grad=True), int).requires_grad
+    False
     """
-    return _unary(F.astype, "astype", _tensor(x), np.dtype(dtype))
+    return _astype(_tensor(x), dtype)
 
 
 def concatenate(xs: Sequence[ArrayLike], axis: int | None = 0) -> Tensor:

@@ -318,7 +318,10 @@ class Tensor:
         return len(self._data)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # copy, deepcopy and pickle give a new leaf with the same values (the graph is not copied)
+        # copy, deepcopy and pickle give a new leaf with the same values (the graph is not copied),
+        # as PyTorch does for a leaf; a computed Tensor on a graph would lose its history
+        if self._trace > 1 or (self._trace and self._op != "leaf"):
+            raise _escape(self, "copy / deepcopy / pickle")
         return (Tensor, (np.asarray(self._data), self.requires_grad))
 
     def __iter__(self) -> Iterator[Tensor]:
@@ -512,7 +515,7 @@ class Tensor:
 
     def astype(self, dtype: Any) -> Tensor:
         """Cast to ``dtype`` (the gradient is cast back); see ``leanpass.astype``."""
-        return _unary(F.astype, "astype", self, np.dtype(dtype))
+        return _astype(self, dtype)
 
     # ----- more of what NumPy and PyTorch users reach for -------------------------------------
     @property
@@ -762,8 +765,20 @@ def _node(out: Any, trace: int, name: str, parents: tuple[Any, ...], vjp: Any) -
     return t
 
 
+def _astype(x: Any, dtype: Any) -> Tensor:
+    """``x.astype(dtype)``: recorded for a float dtype; to an integer or bool dtype the result is a
+    constant (rounding has no gradient: a recorded cast would pass ``g`` back as if it had one)."""
+    dt = np.dtype(dtype)
+    if dt.kind in "biu":
+        data = x._data if type(x) is Tensor else np.asarray(_plain(x, "astype"))
+        return _const(np.asarray(data).astype(dt))
+    return _unary(F.astype, "astype", x, dt)
+
+
 def _plain(v: Any, name: str) -> Any:
     """A non-Tensor operand, checked: Python numbers and real NumPy arrays are constants."""
+    if type(v) is np.ndarray and v.dtype.kind != "c":  # the usual case (a batch), first
+        return v
     if isinstance(v, _PLAIN) and not isinstance(v, complex):
         dtype: Any = getattr(v, "dtype", _REAL)
         if dtype.kind == "c":

@@ -305,3 +305,25 @@ def test_hessian_matches_finite_differences_over_a_model() -> None:
     numeric = np.stack([(grad_at(base + eps * e) - grad_at(base - eps * e)) / (2 * eps) for e in np.eye(8)])
     np.testing.assert_allclose(blocks, numeric.T, atol=1e-7)
     np.testing.assert_allclose(blocks, blocks.T, atol=1e-12)
+
+
+def test_a_cast_to_integers_has_no_gradient() -> None:
+    # rounding is flat: the cast back to float carries no slope (a recorded cast would pass g through)
+    x = np.array([1.5, 2.5])
+    np.testing.assert_array_equal(lp.grad(lambda t: (t.astype(int).astype(float) * t).sum())(x), [1.0, 2.0])
+    np.testing.assert_array_equal(lp.grad(lambda t: lp.astype(t, np.int32).sum() * 1.0 + t.sum())(x), [1.0, 1.0])
+    idx = lp.grad(lambda t: t[lp.astype(t * 0.0, int)].sum())(x)  # an integer index made from a traced value
+    np.testing.assert_array_equal(idx, [2.0, 0.0])
+
+
+def test_copying_a_computed_tensor_would_drop_its_history_and_raises() -> None:
+    import copy
+    import pickle
+
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    assert copy.deepcopy(w).requires_grad  # a leaf copies, as in PyTorch
+    for dup in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="copy"):
+            dup(w * 2.0)
+        with pytest.raises(TypeError, match="copy"):
+            lp.grad(lambda t, dup=dup: dup(t).sum())(X)
