@@ -1,11 +1,15 @@
 """Saving and loading pytrees of parameters: ``leanpass.save(path, tree)`` and ``leanpass.load(path)``.
 
-A checkpoint is a NumPy ``.npz`` file: one array per leaf, plus the tree's structure as JSON
-text. Loading uses ``np.load(allow_pickle=False)`` and rebuilds containers only from a fixed
-set (dict, list, tuple, None and the pytree classes registered with LeanPass, such as the
-``leanpass.nn`` modules), so opening a file never runs code from it. Values and dtypes round-trip
-exactly. Writing is atomic: the file is written beside its destination and moved into place
-with ``os.replace``, so a crash never leaves a truncated checkpoint where a good one was.
+A checkpoint is a NumPy ``.npz`` file: one array per leaf (Tensors, arrays, Python numbers and
+strings), plus the tree's structure as JSON text. Loading reads each ``.npy`` record itself,
+never unpickling, and checks every size a file declares against the bytes it holds before
+allocating anything; it rebuilds containers only from a fixed set (dict, list, tuple, None and
+the pytree classes registered with LeanPass, such as the ``leanpass.nn`` modules and optimizer
+states), so opening a file never runs code from it, and a malformed one raises
+``CheckpointError``. Values and dtypes round-trip exactly. Writing is atomic: the file is written
+beside its destination and moved into place with ``os.replace``, so a crash never leaves a
+truncated checkpoint where a good one was; a new file gets the permissions the umask allows, a
+replaced one keeps its own.
 
 >>> import tempfile, os
 >>> import numpy as np
