@@ -82,7 +82,9 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
         except ValueError as e:
             raise _shape_error(name, self._data, od, reflected, e) from None
         if trace and _no_grad_entered:  # (the slow path: no_grad() or debug_nans() was entered)
-            trace, vjp = _slow_path(trace, name, out, vjp, (other, self) if reflected else (self, other))
+            trace &= _mask_get()
+            if _debug_nans and trace:
+                vjp = _nan_checked(name, out, vjp, (other, self) if reflected else (self, other))
         if not trace:
             return _const(out)
         node: Any = _Building()
@@ -116,7 +118,9 @@ def _linear(x: Any, w: Any, b: Any) -> Tensor:
     trace = tx | tw | tb
     out, vjp = F.linear(xd, wd, bd, (tx != 0, tw != 0, tb != 0))
     if trace and _no_grad_entered:
-        trace, vjp = _slow_path(trace, "linear", out, vjp, (x, w, b))
+        trace &= _mask_get()
+        if _debug_nans and trace:
+            vjp = _nan_checked("linear", out, vjp, (x, w, b))
     return _node(out, trace, "linear", (x, w, b), vjp) if trace else _const(out)
 
 
@@ -132,7 +136,9 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
             trace = 0
         out, vjp = fn(xd)
         if trace and _no_grad_entered:
-            trace, vjp = _slow_path(trace, name, out, vjp, (x,))
+            trace &= _mask_get()
+            if _debug_nans and trace:
+                vjp = _nan_checked(name, out, vjp, (x,))
         if not trace:
             return _const(out)
         node: Any = _Building()
@@ -877,7 +883,9 @@ def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
         trace = 0
     out, vjp = fn(xd, *params)
     if trace and _no_grad_entered:
-        trace, vjp = _slow_path(trace, name, out, vjp, (x,))
+        trace &= _mask_get()
+        if _debug_nans and trace:
+            vjp = _nan_checked(name, out, vjp, (x,))
     return _node(out, trace, name, (x, *params), vjp) if trace else _const(out)
 
 
@@ -917,7 +925,9 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         out, vjp = fn(*raw)
     vjp = vjp if builtin is not None else CustomVJP(fn, vjp)
     if trace and _no_grad_entered:
-        trace, vjp = _slow_path(trace, name, out, vjp, args)
+        trace &= _mask_get()
+        if _debug_nans and trace:
+            vjp = _nan_checked(name, out, vjp, args)
     if not trace:
         return _const(out)
     return _node(out, trace, name, args, vjp)
@@ -986,15 +996,15 @@ if _debug_nans:
 _in_replay = 0  # > 0 while a create_graph=True backward pass replays rules (ops recorded there are backward)
 
 
-def _slow_path(trace: int, name: str, out: Any, vjp: Any, inputs: tuple[Any, ...]) -> tuple[int, Any]:
-    """The recorders come here only once ``no_grad()`` or ``debug_nans()`` has been entered (in any thread):
-    mask the trace with ``no_grad``'s, and with ``debug_nans`` on, check the output and wrap the VJP."""
-    trace &= _mask_get()
-    if _debug_nans and trace:
-        _check_nans(name, out, inputs, "backward pass (a create_graph replay)" if _in_replay else "forward pass")
-        vjp = CustomVJP(vjp.fn, _NanCheckedVJP(name, vjp.vjp, inputs)) if type(vjp) is CustomVJP else \
-            _NanCheckedVJP(name, vjp, inputs)
-    return trace, vjp
+def _nan_checked(name: str, out: Any, vjp: Any, inputs: tuple[Any, ...]) -> Any:
+    """With ``debug_nans`` on, a recorded op's output is checked here and its VJP comes back wrapped.
+
+    The recorders reach it only on their slow path, taken once ``no_grad()`` or ``debug_nans()``
+    has been entered (in any thread), so it costs nothing until then and one test after."""
+    _check_nans(name, out, inputs, "backward pass (a create_graph replay)" if _in_replay else "forward pass")
+    if type(vjp) is CustomVJP:
+        return CustomVJP(vjp.fn, _NanCheckedVJP(name, vjp.vjp, inputs))
+    return _NanCheckedVJP(name, vjp, inputs)
 
 
 def _shapes(values: tuple[Any, ...]) -> str:
