@@ -241,6 +241,10 @@ def test_an_ndarray_operand_is_used_by_reference_and_a_tensor_copies():
     held[:] = 0.0
     loss.backward()
     np.testing.assert_array_equal(w.grad.numpy(), [2.0, 3.0])
+    primal = np.array([2.0, 3.0])
+    _, pull = lp.vjp(lambda v: v * v, primal)
+    primal[:] = [20.0, 30.0]  # a vjp primal is held by reference too
+    np.testing.assert_array_equal(pull(np.ones(2))[0], [40.0, 60.0])
     x = np.arange(6.0)
     first = next(iter(data.batches(x, batch_size=3)))[0]
     assert not np.shares_memory(first, x)  # batches are fresh arrays
