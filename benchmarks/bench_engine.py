@@ -11,6 +11,10 @@ Figures (issue 2):
      runs, with the fastest and slowest), and one of 1,000,000 (bench_torch.py measures the
      100,000-op chain beside PyTorch's, whose time the issue gives as the reference).
   3. what ``import leanpass`` adds to ``import numpy`` (target < 20 ms).
+  4. (last) a table over every op in ``functional.OPS`` (issue 14): the op's forward with
+     recording plus its backward pass, as a ratio to NumPy's forward of the same values, on
+     inputs of about 10 and 100,000 elements (op_inputs.py builds them). ``--ops`` prints only
+     the table, ``--skip-ops`` leaves it out.
 
 The machine is shared and noisy, so the two sides are interleaved and medians are quoted. A
 host gauge (host_gauge.py, a fixed Python loop) is timed between the measurements: its median
@@ -108,14 +112,56 @@ def import_cost(repeats: int) -> float:
     return statistics.median(run() for _ in range(repeats))
 
 
+def op_table(repeats: int) -> None:
+    """Per op: (forward with recording + backward) / NumPy's forward, at about 10 and 100,000 elements.
+
+    The inputs are Tensors made once (as parameters are); each run records the op on them and
+    runs ``.backward`` with a cotangent of ones made once.
+    """
+    from op_inputs import inputs
+
+    from leanpass import functional as F
+
+    print("per-op overhead: forward with recording + backward, over NumPy's forward (medians)")
+    print(f"  {'op':<14}{'10 elements':>24}{'100,000 elements':>28}")
+    for name in F.OPS:
+        build = inputs(name)
+        if build is None:
+            print(f"  {name:<14}{'(no sample input in op_inputs.py)':>52}")
+            continue
+        cells = []
+        for n, reps in ((10, repeats), (100_000, max(5, repeats // 10))):
+            args, diff, forward = build(n)
+            op = F.OPS[name]
+            ins = [Tensor(a, requires_grad=True) if i in diff else a for i, a in enumerate(args)]
+            leaves = [ins[i] for i in diff]
+            first = lp.apply(op, name, *ins)
+            ones = np.ones(first.shape, first.dtype)
+
+            def recorded(ins: list = ins, leaves: list = leaves, op: object = op, ones: object = ones,
+                         name: str = name) -> None:
+                for leaf in leaves:
+                    leaf.grad = None
+                lp.apply(op, name, *ins).backward(ones)
+
+            m = interleaved({"numpy": forward, "leanpass": recorded}, reps)
+            cells.append(f"{m['numpy'] * 1e6:9.1f} us {m['leanpass'] / m['numpy']:7.1f}x")
+        print(f"  {name:<14}{cells[0]:>24}{cells[1]:>28}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--skip-million", action="store_true", help="skip the 1,000,000-op chain")
     parser.add_argument("--chain-runs", type=int, default=0, metavar="N",
                         help="run the 100,000-op chain N times (default 7, 3 with --quick)")
+    parser.add_argument("--ops", action="store_true", help="print only the per-op table")
+    parser.add_argument("--skip-ops", action="store_true", help="leave out the per-op table")
     args = parser.parse_args()
     repeats = 40 if args.quick else 200
+    if args.ops:
+        op_table(repeats)
+        return
     gauge = Gauge()
 
     gauge.sample()
@@ -143,6 +189,8 @@ def main() -> None:
     print(f"import leanpass adds {cost * 1e3:.1f} ms to import numpy (median)")
     gauge.sample()
     print(gauge.report())
+    if not args.skip_ops:
+        op_table(repeats)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,6 @@ from .ops import (
     relu,
     reshape,
     sigmoid,
-    sign,
     sin,
     softmax,
     softplus,
@@ -69,6 +68,12 @@ from .ops import (
     var,
     where,
 )
+from .ops_arrays import *  # noqa: F403 - NumPy's array-arranging functions (vstack, tile, diagonal, ...)
+from .ops_arrays import __all__ as _arrays_all
+from .ops_contract import *  # noqa: F403 - NumPy's products (dot, tensordot, kron, cross, ...)
+from .ops_contract import __all__ as _contract_all
+from .ops_math import *  # noqa: F403 - NumPy's math (log1p, arctan2, erf, prod, cumsum, sort, median, ...)
+from .ops_math import __all__ as _math_all
 from .tensor import ConversionError, Tensor, apply, no_grad, stop_gradient
 from .transforms import grad, hessian, hvp, jacobian, value_and_grad, vjp
 from .tree import register_pytree, tree_flatten, tree_map, tree_unflatten
@@ -82,20 +87,22 @@ __all__ = [
     "abs", "add", "astype", "broadcast_to", "clip", "concatenate", "cos", "divide", "einsum",
     "exp", "expand_dims", "flatten", "gelu", "leaky_relu", "linear", "log", "log_softmax", "logaddexp",
     "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
-    "permute", "power", "relu", "reshape", "sigmoid", "sign", "sin", "softmax", "softplus",
+    "permute", "power", "relu", "reshape", "sigmoid", "sin", "softmax", "softplus",
     "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swapaxes", "take",
     "tanh", "transpose", "var", "where",
 ]
+__all__ += [*_math_all, *_contract_all, *_arrays_all]
 del np
 
 # The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
-         "save": "checkpoint", "load": "checkpoint",
-         "to_dot": "graph", "draw_graph": "graph", "debug_nans": "debug"}
+         "save": "checkpoint", "load": "checkpoint"}
+_LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
+_LAZY.update({"to_dot": "graph", "draw_graph": "graph", "debug_nans": "debug"})  # the graph picture, NaN hunting
 
 if TYPE_CHECKING:
-    from . import data, datasets, losses, nn, optim
+    from . import data, datasets, linalg, losses, nn, optim, special, stats
     from .checkpoint import load, save
     from .debug import debug_nans
     from .graph import draw_graph, to_dot
@@ -114,4 +121,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
+__all__ += ["linalg", "special", "stats"]
 __all__ += ["to_dot", "draw_graph", "debug_nans"]

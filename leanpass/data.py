@@ -53,41 +53,80 @@ def _arrays(arrays: tuple[Any, ...], where: str) -> tuple[list[np.ndarray], int]
     return out, n
 
 
-def num_batches(n: int, batch_size: int, drop_last: bool = False) -> int:
-    """How many batches ``batches`` yields for ``n`` examples.
+def num_batches(n: int, batch_size: int, drop_last: bool = False, shard: tuple[int, int] | None = None) -> int:
+    """How many batches ``batches`` yields for ``n`` examples (with the same ``shard``).
 
     >>> num_batches(10, 3), num_batches(10, 3, drop_last=True)
     (4, 3)
+    >>> num_batches(10, 4, shard=(0, 4))  # the last 2 examples are fewer than the 4 ranks
+    2
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ValueError(f"num_batches: batch_size must be a positive int, got {batch_size!r}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"num_batches: n (the number of examples) must be an int >= 0, got {n!r}")
-    return n // batch_size if drop_last else -(-n // batch_size)
+    if shard is None:
+        return n // batch_size if drop_last else -(-n // batch_size)
+    world = _check_shard(shard, batch_size, "num_batches")[1]
+    tail = n % batch_size
+    return n // batch_size + (0 if drop_last or tail < world else 1)
+
+
+def _check_shard(shard: Any, batch_size: int, where: str) -> tuple[int, int]:
+    ok = isinstance(shard, tuple) and len(shard) == 2 and all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in shard)
+    if not ok or not 0 <= shard[0] < shard[1]:
+        raise ValueError(
+            f"{where}: shard must be a pair (rank, world_size) of ints with 0 <= rank < world_size, got {shard!r}; "
+            "e.g. shard=(distributed.rank(), distributed.world_size())"
+        )
+    rank, world = int(shard[0]), int(shard[1])
+    if batch_size % world:
+        raise ValueError(
+            f"{where}: with shard=(rank, world_size), batch_size is the global batch and must be divisible by "
+            f"world_size {world}, got {batch_size}; use e.g. batch_size={max(1, batch_size // world) * world}"
+        )
+    return rank, world
 
 
 def batches(*arrays: Any, batch_size: int, rng: np.random.Generator | int | None = None,
-            drop_last: bool = False) -> Iterator[tuple[np.ndarray, ...]]:
+            drop_last: bool = False, shard: tuple[int, int] | None = None) -> Iterator[tuple[np.ndarray, ...]]:
     """Yield mini-batches ``(x_batch, y_batch, ...)``: the same rows of every array.
 
     With ``rng`` the order is a fresh random permutation each time you iterate (a new epoch);
     with ``rng=None`` the rows come in order. ``drop_last`` skips a final smaller batch. The
     batches are new arrays (fancy-indexed copies), so nothing you hold is shared or changed.
 
+    ``shard=(rank, world_size)`` is for data-parallel training (``leanpass.distributed``):
+    ``batch_size`` is then the global batch, and rank ``r`` gets the ``r``-th of ``world_size``
+    equal, disjoint parts of each one. Every rank must pass the same ``rng`` seed, so that all
+    see the same order. A last batch whose size does not divide by ``world_size`` loses its
+    last few examples (fewer than ``world_size``), and is skipped if none are left, in the same
+    way on every rank: each rank yields the same number of batches, and each part of a batch
+    has the same size (so the mean of the ranks' mean gradients is the whole batch's).
+
     >>> x = np.arange(5)
     >>> [b.tolist() for (b,) in batches(x, batch_size=2)]
     [[0, 1], [2, 3], [4]]
     >>> [b.tolist() for (b,) in batches(x, batch_size=2, rng=np.random.default_rng(0), drop_last=True)]
     [[2, 4], [3, 0]]
+    >>> [b.tolist() for (b,) in batches(np.arange(7), batch_size=4, shard=(1, 2))]  # rank 1 of 2
+    [[2, 3], [5]]
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ValueError(f"batches: batch_size must be a positive int, got {batch_size!r}")
+    rank, world = (0, 1) if shard is None else _check_shard(shard, batch_size, "batches")
     data, n = _arrays(arrays, "batches")
     gen = None if rng is None else _generator(rng, "batches")
     order = np.arange(n) if gen is None else gen.permutation(n)
     stop = n - n % batch_size if drop_last else n
     for start in range(0, stop, batch_size):
         idx = order[start:start + batch_size]
+        if world > 1:
+            part = len(idx) // world  # == batch_size // world but in a last, smaller batch
+            if part == 0:
+                break
+            idx = idx[rank * part:(rank + 1) * part]
         yield tuple(a[idx] for a in data)
 
 

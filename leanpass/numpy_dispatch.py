@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ops
+from . import ops, ops_arrays, ops_contract, ops_math
 from .tensor import Tensor, _value
 
 _IN_PLACE = (
@@ -54,12 +54,20 @@ _UFUNCS: dict[Any, Callable[..., Any]] = {
     np.square: ops.square,
     np.sin: ops.sin,
     np.cos: ops.cos,
-    np.sign: ops.sign,
     np.reciprocal: lambda x: ops.divide(1.0, x),
 }
 
+# NumPy's elementwise math (functional.ELEMENTWISE), each ufunc the LeanPass function of its name.
+_UFUNCS.update({getattr(np, name): getattr(ops_math, name) for name in (
+    "log1p", "expm1", "exp2", "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
+    "arccosh", "arctanh", "cbrt", "fabs", "reciprocal", "deg2rad", "rad2deg", "radians", "degrees", "floor",
+    "ceil", "trunc", "rint", "sign", "arctan2", "hypot", "logaddexp2", "fmax", "fmin", "remainder", "fmod")})
+
 # ``ufunc.reduce`` on a Tensor: the reduction of the same meaning.
 _REDUCES: dict[Any, Callable[..., Any]] = {np.add: ops.sum, np.maximum: ops.max, np.minimum: ops.min}
+_REDUCES[np.multiply] = ops_math.prod
+# ``ufunc.accumulate``: the running op of the same meaning.
+_ACCUMULATES: dict[Any, Callable[..., Any]] = {np.add: ops_math.cumsum, np.multiply: ops_math.cumprod}
 
 
 def _name(func: Any) -> str:
@@ -87,6 +95,25 @@ def _check_kwargs(where: str, kwargs: dict[str, Any], allowed: tuple[str, ...] =
         )
 
 
+def _complex(args: Any) -> bool:
+    """True if any argument (or an entry of a list or tuple argument) is a complex number or array."""
+    for a in args:
+        if type(a) is Tensor or type(a) is float:  # (never complex: the common operands, checked first)
+            continue
+        if isinstance(a, complex) or getattr(getattr(a, "dtype", None), "kind", None) == "c":
+            return True
+        if isinstance(a, (list, tuple)) and _complex(a):
+            return True
+    return False
+
+
+def _no_complex(name: str) -> TypeError:
+    return TypeError(
+        f"{name}: complex numbers are not supported; LeanPass differentiates real-valued functions. "
+        "Split a complex value into its real and imaginary parts as two real Tensors."
+    )
+
+
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``Tensor.__array_ufunc__``: route a ufunc call to the LeanPass op of the same meaning.
 
@@ -97,6 +124,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     if out is not None and any(type(o) is Tensor for o in (out if isinstance(out, tuple) else (out,))):
         raise TypeError(_IN_PLACE)
     name = _ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
+    if _complex(inputs):
+        raise _no_complex(name)
     if method == "__call__":
         if ufunc in _PLAIN_UFUNCS:
             return ufunc(*(_value(x) for x in inputs), **kwargs)
@@ -104,14 +133,19 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
         if fn is not None:
             _check_kwargs(name, kwargs)
             return fn(*inputs)
+    elif method == "accumulate" and ufunc in _ACCUMULATES:
+        _check_kwargs(name, kwargs, ("axis",))
+        return _ACCUMULATES[ufunc](inputs[0], axis=kwargs.get("axis", 0))
     elif method == "reduce" and ufunc in _REDUCES:
         _check_kwargs(name, kwargs, ("axis", "keepdims"))
         return _REDUCES[ufunc](inputs[0], axis=kwargs.get("axis", 0), keepdims=bool(kwargs.get("keepdims", False)))
-    if not name.startswith("np."):
-        raise TypeError(
+    if not name.startswith("np."):  # a SciPy ufunc, say: name the LeanPass function where there is one
+        from .special import scipy_ufunc_hint
+
+        raise TypeError(scipy_ufunc_hint(ufunc) or (
             f"{name} is not differentiable in LeanPass: it cannot see through a Tensor. LeanPass has "
             "lp.special and lp.stats for the common SciPy functions; or call it on t.detach() for a constant."
-        )
+        ))
     raise TypeError(f"{name} is not differentiable in LeanPass. {_HINT}")
 
 
@@ -182,19 +216,9 @@ def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "
     return ops.take(a, indices, axis)
 
 
-def _einsum(subscripts: str, *operands: Any, out: Any = None, dtype: Any = None, optimize: Any = None) -> Any:
+def _einsum(*operands: Any, out: Any = None, dtype: Any = None, optimize: Any = None) -> Any:
     _check_kwargs("np.einsum", {"out": out, "dtype": dtype})
-    return ops.einsum(subscripts, *operands)
-
-
-def _dot(a: Any, b: Any, out: Any = None) -> Any:
-    _check_kwargs("np.dot", {"out": out})
-    na, nb = np.ndim(_value(a)), np.ndim(_value(b))
-    if na == 0 or nb == 0:
-        return ops.multiply(a, b)
-    if na > 2 or nb > 2:
-        raise TypeError(f"np.dot of {na}-d and {nb}-d Tensors is not differentiable in LeanPass; use a @ b or einsum")
-    return ops.matmul(a, b)
+    return ops.einsum(*operands)
 
 
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
@@ -234,7 +258,6 @@ _FUNCTIONS: dict[Any, tuple[Callable[..., Any], tuple[str, ...]]] = {
     np.clip: (_clip, ("a_min", "a_max", "out", "min", "max")),
     np.take: (_take, ("axis", "out", "mode")),
     np.einsum: (_einsum, ("out", "dtype", "optimize")),
-    np.dot: (_dot, ("out",)),
     # Questions about an array, not computations on it: answered from the values.
     np.shape: (lambda a: np.shape(_value(a)), ()),
     np.ndim: (lambda a: np.ndim(_value(a)), ()),
@@ -250,6 +273,214 @@ _FUNCTIONS: dict[Any, tuple[Callable[..., Any], tuple[str, ...]]] = {
     np.argsort: (lambda a, axis=-1, **kw: np.argsort(_value(a), axis=axis, **kw), ("axis", "kind", "stable")),
 }
 
+
+def _linalg(name: str) -> Callable[..., Any]:
+    """The function of ``leanpass.linalg`` called ``name`` (the module loads on first use)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        from . import linalg
+
+        return getattr(linalg, name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+# np.linalg on Tensors (leanpass/linalg.py): each entry lists the keyword arguments NumPy's takes.
+_FUNCTIONS.update({
+    np.linalg.inv: (_linalg("inv"), ()),
+    np.linalg.det: (_linalg("det"), ()),
+    np.linalg.slogdet: (_linalg("slogdet"), ()),
+    np.linalg.solve: (_linalg("solve"), ()),
+    np.linalg.cholesky: (_linalg("cholesky"), ("upper",)),
+    np.linalg.eigh: (_linalg("eigh"), ("UPLO",)),
+    np.linalg.eigvalsh: (_linalg("eigvalsh"), ("UPLO",)),
+    np.linalg.svd: (_linalg("svd"), ("full_matrices", "compute_uv", "hermitian")),
+    np.linalg.qr: (_linalg("qr"), ("mode",)),
+    np.linalg.pinv: (_linalg("pinv"), ("rcond", "hermitian")),
+    np.linalg.matrix_power: (_linalg("matrix_power"), ("n",)),
+    np.linalg.lstsq: (_linalg("lstsq"), ("rcond",)),
+    np.linalg.norm: (_linalg("norm"), ("ord", "axis", "keepdims")),
+})
+
+
+# ----- NumPy's math, reductions, products and array arranging (ops_math, ops_contract, ops_arrays) ------
+def _no_out(name: str, **given: Any) -> None:
+    """Reject ``out=`` / ``dtype=`` (None means "not given")."""
+    _check_kwargs(name, given)
+
+
+def _reduction(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def call(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        _no_out(name, dtype=dtype, out=out)
+        return fn(a, axis, bool(keepdims))
+
+    return call
+
+
+def _scan(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def call(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        _no_out(name, dtype=dtype, out=out)
+        return fn(a, axis)
+
+    return call
+
+
+def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, stable: Any = None) -> Any:
+    if order is not None:
+        raise TypeError("np.sort on a Tensor does not support order= (it sorts numbers, not records)")
+    return ops_math.sort(a, axis)  # always stable: the values are the same for every kind
+
+
+def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect", order: Any = None) -> Any:
+    if order is not None:
+        raise TypeError("np.partition on a Tensor does not support order=")
+    return ops_math.partition(a, kth, axis)
+
+
+def _quantile(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def call(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, weights: Any = None,
+             interpolation: Any = None) -> Any:
+        _no_out(name, out=out, weights=weights, interpolation=interpolation)
+        return fn(a, q, axis, None, False, method, bool(keepdims))
+
+    return call
+
+
+def _median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False) -> Any:
+    _no_out("np.median", out=out)
+    return ops_math.median(a, axis, None, False, bool(keepdims))
+
+
+def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
+    _no_out("np.trace", dtype=dtype, out=out)
+    return ops_math.trace(a, offset, axis1, axis2)
+
+
+def _fix(x: Any, out: Any = None) -> Any:
+    _no_out("np.fix", out=out)
+    return ops_math.trunc(x)  # rounding towards zero is trunc
+
+
+def _ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    _no_out("np.ptp", out=out)
+    return ops_math.ptp(a, axis, bool(keepdims))
+
+
+def _product(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def call(a: Any, b: Any, out: Any = None) -> Any:
+        _no_out(name, out=out)
+        return fn(a, b)
+
+    return call
+
+
+def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
+    _no_out("np.round", out=out)
+    return ops_math.round(a, decimals)
+
+
+def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+               shape: Any = None, device: Any = None) -> Any:
+    if type(fill_value) is Tensor:
+        return ops_arrays.full_like(a, fill_value, dtype, shape)
+    return np.full_like(_value(a), fill_value, dtype=dtype, shape=shape)
+
+
+def _join_tuple(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def call(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
+        _no_out(name, dtype=dtype)
+        return fn(tup)
+
+    return call
+
+
+def _in_place(name: str, instead: str) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            f"{name} writes into an existing array, which cannot hold a Tensor being differentiated "
+            f"(Tensors are immutable). Use {instead}, which returns a new Tensor."
+        )
+
+    return call
+
+
+def _copyto(dst: Any, src: Any, casting: Any = "same_kind", where: Any = True) -> None:
+    if type(dst) is Tensor or type(src) is Tensor and src._trace:
+        _in_place("np.copyto (which np.full and np.full_like call with a Tensor fill value)",
+                  "lp.full(shape, t) or lp.full_like(a, t)")()
+    np.copyto(dst, _value(src), casting=casting, where=_value(where))  # a constant's values: a plain copy
+
+
+_FUNCTIONS.update({
+    np.prod: (_reduction(ops_math.prod, "np.prod"), ("axis", "dtype", "out", "keepdims")),
+    np.nansum: (_reduction(ops_math.nansum, "np.nansum"), ("axis", "dtype", "out", "keepdims")),
+    np.nanmean: (_reduction(ops_math.nanmean, "np.nanmean"), ("axis", "dtype", "out", "keepdims")),
+    np.ptp: (_ptp, ("axis", "out", "keepdims")),
+    np.cumsum: (_scan(ops_math.cumsum, "np.cumsum"), ("axis", "dtype", "out")),
+    np.cumprod: (_scan(ops_math.cumprod, "np.cumprod"), ("axis", "dtype", "out")),
+    np.average: (ops_math.average, ("axis", "weights", "returned", "keepdims")),
+    np.sort: (_sort, ("axis", "kind", "order", "stable")),
+    np.partition: (_partition, ("axis", "kind", "order")),
+    np.quantile: (_quantile(ops_math.quantile, "np.quantile"),
+                  ("axis", "out", "overwrite_input", "method", "keepdims", "weights", "interpolation")),
+    np.percentile: (_quantile(ops_math.percentile, "np.percentile"),
+                    ("axis", "out", "overwrite_input", "method", "keepdims", "weights", "interpolation")),
+    np.median: (_median, ("axis", "out", "overwrite_input", "keepdims")),
+    np.diff: (ops_math.diff, ("n", "axis", "prepend", "append")),
+    np.trace: (_trace, ("offset", "axis1", "axis2", "dtype", "out")),
+    np.sinc: (ops_math.sinc, ()),
+    np.round: (_round, ("decimals", "out")),
+    np.around: (_round, ("decimals", "out")),
+    np.nan_to_num: (ops_math.nan_to_num, ("copy", "nan", "posinf", "neginf")),
+    np.fix: (_fix, ("out",)),
+    np.dot: (_product(ops_contract.dot, "np.dot"), ("out",)),
+    np.vdot: (ops_contract.vdot, ()),
+    np.inner: (ops_contract.inner, ()),
+    np.outer: (_product(ops_contract.outer, "np.outer"), ("out",)),
+    np.tensordot: (ops_contract.tensordot, ("axes",)),
+    np.kron: (ops_contract.kron, ()),
+    np.cross: (ops_contract.cross, ("axisa", "axisb", "axisc", "axis")),
+    np.vstack: (_join_tuple(ops_arrays.vstack, "np.vstack"), ("dtype", "casting")),
+    np.hstack: (_join_tuple(ops_arrays.hstack, "np.hstack"), ("dtype", "casting")),
+    np.dstack: (ops_arrays.dstack, ()),
+    np.column_stack: (ops_arrays.column_stack, ()),
+    np.block: (ops_arrays.block, ()),
+    np.repeat: (ops_arrays.repeat, ("axis",)),
+    np.tile: (ops_arrays.tile, ()),
+    np.roll: (ops_arrays.roll, ("axis",)),
+    np.flip: (ops_arrays.flip, ("axis",)),
+    np.fliplr: (ops_arrays.fliplr, ()),
+    np.flipud: (ops_arrays.flipud, ()),
+    np.rot90: (ops_arrays.rot90, ("k", "axes")),
+    np.moveaxis: (ops_arrays.moveaxis, ()),
+    np.rollaxis: (ops_arrays.rollaxis, ("start",)),
+    np.atleast_1d: (ops_arrays.atleast_1d, ()),
+    np.atleast_2d: (ops_arrays.atleast_2d, ()),
+    np.atleast_3d: (ops_arrays.atleast_3d, ()),
+    np.array_split: (ops_arrays.array_split, ("axis",)),
+    np.vsplit: (ops_arrays.vsplit, ()),
+    np.hsplit: (ops_arrays.hsplit, ()),
+    np.dsplit: (ops_arrays.dsplit, ()),
+    np.tril: (ops_arrays.tril, ("k",)),
+    np.triu: (ops_arrays.triu, ("k",)),
+    np.diag: (ops_arrays.diag, ("k",)),
+    np.diagonal: (ops_arrays.diagonal, ("offset", "axis1", "axis2")),
+    np.diagflat: (ops_arrays.diagflat, ("k",)),
+    np.take_along_axis: (ops_arrays.take_along_axis, ("axis",)),
+    np.select: (ops_arrays.select, ("default",)),
+    np.broadcast_arrays: (ops_arrays.broadcast_arrays, ("subok",)),
+    np.meshgrid: (ops_arrays.meshgrid, ("copy", "sparse", "indexing")),
+    np.full_like: (_full_like, ("dtype", "order", "subok", "shape", "device")),
+    np.empty_like: (lambda a, dtype=None, **kw: np.empty_like(_value(a), dtype=dtype, **kw), ("dtype", "shape")),
+    np.put_along_axis: (_in_place("np.put_along_axis", "lp.put_along_axis(arr, indices, values, axis)"), ("axis",)),
+    np.copyto: (_copyto, ("casting", "where")),
+})
+if hasattr(np, "row_stack"):  # (deprecated in NumPy 2)
+    _FUNCTIONS[np.row_stack] = (_join_tuple(ops_arrays.vstack, "np.row_stack"), ("dtype", "casting"))
+
+
 _HARMLESS = {"order": "C", "casting": "same_kind", "subok": False, "copy": None}
 
 
@@ -263,12 +494,14 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 
     >>> np.concatenate([Tensor([1.0], requires_grad=True), np.zeros(1)])._op
     'concatenate'
-    >>> np.cumsum(Tensor([1.0]))  # doctest: +ELLIPSIS
+    >>> np.unique(Tensor([1.0]))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: np.cumsum is not differentiable in LeanPass. ...
+    TypeError: np.unique is not differentiable in LeanPass. ...
     """
     entry = _FUNCTIONS.get(func)
+    if _complex(args) or _complex(kwargs.values()):
+        raise _no_complex(_name(func))
     if entry is None:
         return _unsupported(func)
     impl, allowed = entry

@@ -254,15 +254,6 @@ def clip(x: ArrayLike, lo: Any = None, hi: Any = None) -> Tensor:
     return _unary(F.clip, "clip", _tensor(x), _tensor(lo), _tensor(hi))
 
 
-def sign(x: ArrayLike) -> Tensor:
-    """-1, 0 or 1 by the sign of ``x``: piecewise constant, so the result records nothing.
-
-    >>> sign(Tensor([-2.0, 0.0, 3.0]))
-    Tensor([-1.,  0.,  1.])
-    """
-    return Tensor(np.sign(_value(x)))
-
-
 def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     """``x`` where ``cond`` is true, else ``y``; the gradient flows only to the chosen input.
 
@@ -511,12 +502,16 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
     return t[(slice(None),) * _axis(axis, t.ndim, "take") + (idx,)]
 
 
-def einsum(subscripts: str, *operands: ArrayLike) -> Tensor:
-    """Einstein summation with an explicit output, e.g. ``"bqd,bkd->bqk"`` for attention scores.
+def einsum(*args: Any) -> Tensor:
+    """Einstein summation, as ``np.einsum``: subscripts (``"bqd,bkd->bqk"``, ``...``, an implicit output,
+    a repeated letter for a diagonal or trace) or NumPy's sublist form (``einsum(x, [0, 1], [1, 0])``).
 
     >>> einsum("ij,j->i", Tensor([[1.0, 2.0]]), Tensor([3.0, 4.0]))
     Tensor([11.])
+    >>> einsum(Tensor([[1.0, 2.0], [3.0, 4.0]]), [0, 0])
+    Tensor(5.)
     """
+    subscripts, operands = F.einsum_subscripts(args)
     return apply(F.einsum, "einsum", subscripts, *(_tensor(x) for x in operands))
 
 

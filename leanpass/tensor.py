@@ -418,6 +418,8 @@ class Tensor:
     __matmul__ = _binary_op(F.matmul, "@")
     __rmatmul__ = _binary_op(F.matmul, "@", reflected=True)
     matmul = _binary_op(F.matmul, "@")
+    __mod__ = _binary_op(F.remainder, "remainder")
+    __rmod__ = _binary_op(F.remainder, "remainder", reflected=True)
     __neg__ = _unary_op(F.neg, "neg")
     relu = _unary_op(F.relu, "relu")
     exp = _unary_op(F.exp, "exp")
@@ -493,6 +495,47 @@ class Tensor:
         from .ops import take
 
         return take(self, indices, axis)
+
+    # NumPy's array methods for the functions of leanpass.ops_math / ops_arrays / ops_contract
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        """Product over ``axis``; see ``leanpass.prod``."""
+        return _unary(F.prod, "prod", self, axis, bool(keepdims))
+
+    def cumsum(self, axis: int | None = None) -> Tensor:
+        """Running sum along ``axis``; see ``leanpass.cumsum``."""
+        return _unary(F.cumsum, "cumsum", self, axis)
+
+    def cumprod(self, axis: int | None = None) -> Tensor:
+        """Running product along ``axis``; see ``leanpass.cumprod``."""
+        return _unary(F.cumprod, "cumprod", self, axis)
+
+    def round(self, decimals: int = 0) -> Tensor:
+        """Rounded to ``decimals`` places (gradient 0); see ``leanpass.round``."""
+        return _unary(F.round, "round", self, decimals)
+
+    def dot(self, other: ArrayLike) -> Tensor:
+        """``np.dot(self, other)``; see ``leanpass.dot``."""
+        from .ops_contract import dot
+
+        return dot(self, other)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        """The sum along a diagonal; see ``leanpass.trace``."""
+        from .ops_math import trace
+
+        return trace(self, offset, axis1, axis2)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+        """A diagonal, as the last axis; see ``leanpass.diagonal``."""
+        from .ops_arrays import diagonal
+
+        return diagonal(self, offset, axis1, axis2)
+
+    def repeat(self, repeats: Any, axis: int | None = None) -> Tensor:
+        """Entries repeated along ``axis``; see ``leanpass.repeat``."""
+        from .ops_arrays import repeat
+
+        return repeat(self, repeats, axis)
 
     def ravel(self) -> Tensor:
         """All elements as one axis (same as ``flatten``)."""
@@ -815,6 +858,14 @@ def _escape(t: Tensor, what: str) -> ConversionError:
     where = ("is being differentiated (inside grad / value_and_grad / vjp / jacobian)" if t._trace > 1
              else "requires grad")
     caller = _foreign_caller()
+    if caller is not None and caller.startswith("scipy"):
+        from .special import _scipy_hint  # (the error path only: it walks the stack)
+
+        named = _scipy_hint()
+        if named is not None:
+            return ConversionError(
+                f"{what}: {named.rstrip('.')}. If a constant is meant, pass t.detach() or lp.stop_gradient(t)."
+            )
     via = f", called by {caller} (which LeanPass cannot see through)" if caller else ""
     hint = (
         " LeanPass has lp.special and lp.stats for the common SciPy functions, and NumPy's own "
@@ -822,6 +873,9 @@ def _escape(t: Tensor, what: str) -> ConversionError:
         if caller else
         " For a list of Tensors, lp.stack([...]) makes one differentiable array (np.array([...]) cannot)."
     )
+    instead = _LP_INSTEAD.get(_numpy_caller() or "")
+    if instead:  # a NumPy function that converts its argument before any dispatch (np.full's fill value)
+        hint = f" Use {instead} instead: np.{instead[3:instead.index('(')]} converts the Tensor, lp's does not."
     return ConversionError(
         f"{what}{via}: this Tensor {where}, and as a NumPy array or Python number it would be a "
         f"constant that silently loses its gradient.{hint} If a constant is meant, use "
@@ -840,6 +894,23 @@ def _foreign_caller() -> str | None:
         if top not in ("numpy", "leanpass"):
             return module if top in ("scipy", "sklearn", "pandas", "numba", "jax", "torch") else None
         frame = frame.f_back
+    return None
+
+
+# NumPy functions that turn an argument into an array before NumPy's dispatch could reach
+# LeanPass, and the LeanPass function to call instead (named in the error).
+_LP_INSTEAD = {"full": "lp.full(shape, t)", "full_like": "lp.full_like(a, t)"}
+
+
+def _numpy_caller() -> str | None:
+    """The name of the NumPy function that converted a Tensor, if NumPy's code did."""
+    import sys
+
+    frame: Any = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("leanpass"):
+        frame = frame.f_back
+    if frame is not None and frame.f_globals.get("__name__", "").startswith("numpy"):
+        return str(frame.f_code.co_name)
     return None
 
 
@@ -948,6 +1019,7 @@ class CustomVJP:
 
 
 _lift.apply = apply
+_lift.tensor_type = Tensor
 _numpy_dispatch: Any = None  # leanpass.numpy_dispatch, which sets this when it is imported
 
 

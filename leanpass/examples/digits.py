@@ -3,15 +3,21 @@
     python -m leanpass.examples.digits                  # a few seconds; about 97.5% test accuracy
     python -m leanpass.examples.digits --help
     python -m leanpass.examples.digits --plot digits.png   # needs matplotlib (pip install "leanpass[plot]")
+    mpiexec -n 2 python -m leanpass.examples.digits --distributed   # data-parallel (pip install "leanpass[mpi]")
 
 Each epoch shows the training loss, the train and test accuracy and the elapsed time, on one
 updating line in a terminal (plain lines when the output is a file or a pipe). The trained model
 is saved with ``leanpass.save`` and loaded back to check the round trip.
+
+With ``--distributed`` under ``mpiexec -n N`` every process trains the same model on its share
+of each batch (``--batch-size`` is the global batch) and the gradients are averaged with
+``leanpass.distributed.all_reduce_mean``; rank 0 alone prints and saves the model.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import sys
@@ -163,8 +169,12 @@ def write_plot(path: str, history: dict[str, list[float]]) -> None:
 
 def train(epochs: int = 40, seed: int = 0, hidden: Sequence[int] = (256,), lr: float = 3e-3, batch_size: int = 32,
           dropout: float = 0.2, output: str | None = "digits_mlp.npz", plot: str | None = None,
-          stream: TextIO | None = None) -> dict[str, Any]:
+          stream: TextIO | None = None, distributed: bool = False) -> dict[str, Any]:
     """Train, report progress, save the model; return the final figures and the history.
+
+    ``distributed=True`` trains data-parallel over the processes ``mpiexec`` started (see
+    ``leanpass.distributed``): ``batch_size`` is then the global batch, and only rank 0 prints,
+    plots and saves.
 
     >>> import io
     >>> result = train(epochs=2, output=None, stream=io.StringIO())
@@ -172,6 +182,14 @@ def train(epochs: int = 40, seed: int = 0, hidden: Sequence[int] = (256,), lr: f
     ['history', 'model', 'seconds', 'test_acc', 'train_acc']
     """
     out = stream if stream is not None else sys.stdout
+    rank, size, shard = 0, 1, None
+    if distributed:
+        from leanpass import distributed as dist
+
+        rank, size = dist.rank(), dist.world_size()
+        shard = (rank, size)
+        if rank != 0:  # rank 0 alone reports, plots and saves
+            out, output, plot = io.StringIO(), None, None
     if plot and not have_matplotlib():
         print(PLOT_MISSING, file=sys.stderr)
         plot = None
@@ -185,22 +203,34 @@ def train(epochs: int = 40, seed: int = 0, hidden: Sequence[int] = (256,), lr: f
     for a, b in zip(widths[:-1], widths[1:]):
         layers += [nn.Linear(a, b, rng=rng), nn.relu, nn.Dropout(dropout)]
     model = nn.Sequential(*layers, nn.Linear(widths[-1], 10, rng=rng))
-    opt = optim.adam(optim.cosine_decay(lr, epochs * data.num_batches(len(x_train), batch_size), alpha=0.1))
+    steps = epochs * data.num_batches(len(x_train), batch_size, shard=shard)
+    opt = optim.adam(optim.cosine_decay(lr, steps, alpha=0.1))
     state = opt.init(model)
     value_and_grad = lp.value_and_grad(loss_fn)
+    drop_rng = rng  # the batches' order comes from rng: the same on every rank; dropout from drop_rng
     print(f"digits: {len(x_train)} training and {len(x_test)} test images; model {model.num_params:,} parameters",
           file=out)
+    if distributed:
+        model = dist.broadcast(model)  # the same start on every rank (here it already is: the same seed)
+        drop_rng = np.random.default_rng([seed, 1 + rank])  # each rank its own dropout masks
+        print(f"data-parallel on {size} process{'es' if size > 1 else ''}: global batch {batch_size}, "
+              f"{batch_size // size} per process", file=out)
     history: dict[str, list[float]] = {"loss": [], "train_acc": [], "test_acc": []}
     progress = Progress(out)
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
         total, count = 0.0, 0
-        for xb, yb in data.batches(x_train, y_train, batch_size=batch_size, rng=rng):
-            loss, grads = value_and_grad(model, xb, yb, rng)  # rng: dropout is on while training
+        for xb, yb in data.batches(x_train, y_train, batch_size=batch_size, rng=rng, shard=shard):
+            loss, grads = value_and_grad(model, xb, yb, drop_rng)  # an rng: dropout is on while training
+            if distributed:
+                grads = dist.all_reduce_mean(grads)  # every rank now holds the global batch's gradient
             updates, state = opt.update(grads, state, model)
             model = optim.apply_updates(model, updates)
             total += loss.item() * len(yb)
             count += len(yb)
+        if distributed:
+            total, count = dist.all_reduce_mean([total, float(count)])  # the ratio is the global mean
+            dist.check_in_sync(model)  # one checksum per parameter: raises if the replicas drifted apart
         history["loss"].append(total / count)
         history["train_acc"].append(accuracy(model, x_train, y_train))
         history["test_acc"].append(accuracy(model, x_test, y_test))
@@ -286,6 +316,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--output", default="digits_mlp.npz", metavar="PATH",
                         help="where to save the trained model (default digits_mlp.npz; '' to skip)")
     parser.add_argument("--plot", metavar="PATH", help="write loss/accuracy curves to this PNG (needs matplotlib)")
+    parser.add_argument("--distributed", action="store_true",
+                        help="train data-parallel over the processes of mpiexec -n N (needs mpi4py: "
+                             "pip install \"leanpass[mpi]\"); --batch-size is the global batch")
     args = parser.parse_args(argv)
     check_common(parser, args)
     if args.batch_size < 1 or any(h < 1 for h in args.hidden) or not (math.isfinite(args.lr) and args.lr > 0):
@@ -301,10 +334,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         problem = unwritable(args.output)
         if problem:
             parser.error(f"--output {args.output}: {problem}")
+    if args.distributed:
+        from leanpass import distributed as dist
+
+        if not dist.is_available():
+            parser.exit(2, f"--distributed: {dist.MPI_MISSING} Then run: "
+                           "mpiexec -n 2 python -m leanpass.examples.digits --distributed\n")
+        if args.batch_size % dist.world_size():
+            if dist.rank() != 0:  # one message, from rank 0; every rank stops
+                raise SystemExit(2)
+            parser.error(f"--batch-size {args.batch_size} is the global batch: it must be divisible by the "
+                         f"{dist.world_size()} processes")
+        if dist.world_size() == 1:
+            print("--distributed: one process (start several with mpiexec -n N); training as usual",
+                  file=sys.stderr)
     if args.blas_threads > 0:
         limit_blas_threads(args.blas_threads)
     return train(epochs=args.epochs, seed=args.seed, hidden=args.hidden, lr=args.lr, batch_size=args.batch_size,
-                 dropout=args.dropout, output=args.output or None, plot=args.plot)
+                 dropout=args.dropout, output=args.output or None, plot=args.plot, distributed=args.distributed)
 
 
 if __name__ == "__main__":

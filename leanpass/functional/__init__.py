@@ -20,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import elementwise as _elementwise
 from ._broadcast import unbroadcast as unbroadcast
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
+from .linalg import cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
@@ -39,6 +41,10 @@ from .shapes import (
     unindex,
     where,
 )
+from .shapes import (
+    einsum_subscripts as einsum_subscripts,
+)
+from .special import betaln, digamma, erfinv, gammaln, log_ndtr, logit, ndtr, polygamma, xlog1py, xlogy
 from .unary import (
     abs,
     clip,
@@ -76,9 +82,24 @@ OPS: dict[str, Callable[..., Any]] = {
             squeeze, stack, std, sum, swapaxes, tanh, transpose, unindex, var, where,
         )
     },
+    # linear algebra (linalg.py)
+    **{f.__name__: f for f in (cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd)},
+    # special functions (special.py)
+    **{f.__name__: f for f in (betaln, digamma, erfinv, gammaln, log_ndtr, logit, ndtr, polygamma, xlog1py, xlogy)},
 }
+
+# NumPy's elementwise functions, made from the table ``elementwise.ELEMENTWISE`` (log1p, arctan2, ...).
+from .elementwise import *  # noqa: E402, F403 - log1p, arctan2, erf, ... (their names are in elementwise.__all__)
+
+OPS.update(_elementwise.OPS)
+from .scans import cumprod, cumsum, prod  # noqa: E402
+
+OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
+TAKES_NEED = TAKES_NEED | _elementwise.BINARY
+TAKES_NEED |= {"solve"}
 
-__all__ = sorted(["OPS", "TAKES_NEED", "unbroadcast", *(f.__name__ for f in OPS.values())])
+__all__ = sorted(["OPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast",
+                  *(f.__name__ for f in OPS.values())])

@@ -39,3 +39,15 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
     if isinstance(g, (np.ndarray, np.generic)) or apply is None:
         return op(g, index, shape)[0]
     return apply(op, "unindex", g, index, shape)
+
+
+tensor_type: type | None = None  # leanpass.tensor.Tensor, set on import
+
+
+def is_tensor(x: Any) -> bool:
+    """True for a LeanPass Tensor (a value of a replayed backward pass), False for arrays and numbers.
+
+    >>> is_tensor(np.ones(2))
+    False
+    """
+    return type(x) is tensor_type

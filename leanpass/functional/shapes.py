@@ -7,6 +7,7 @@ Ops that join several arrays take their parameters first and the arrays after
 
 from __future__ import annotations
 
+import math
 import string
 from typing import Any
 
@@ -105,6 +106,8 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     >>> unindex(np.ones(3), [0, 0, 1], (2,))[0]
     array([2., 1.])
     """
+    if _lift.is_tensor(g):  # replayed by a differentiable backward pass: record the scatter as one op
+        return _lift.unindex(g, index, shape), lambda h: (h[index], None, None)
     out = np.zeros(shape, dtype=g.dtype if hasattr(g, "dtype") else np.asarray(g).dtype)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter
@@ -168,20 +171,27 @@ def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True
 
 
 def einsum(subscripts: str, *xs: Any, need: tuple[bool, ...] | None = None) -> tuple[Any, Any]:
-    """Einstein summation, as ``np.einsum``: ``"bqd,bkd->bqk"``, ``"...ij,...jk->...ik"``, ``"ij,jk"``.
+    """Einstein summation, as ``np.einsum``: ``"bqd,bkd->bqk"``, ``"...ij,...jk->...ik"``, ``"ij,jk"``,
+    and a letter repeated within one input for its diagonal (``"ii->i"``, ``"ii"`` for the trace).
 
     Each input's cotangent is itself an einsum of ``g`` with the other inputs; then axes the
-    input had as size 1 (broadcast by the others) are summed back, and axes the einsum could
-    not fill (letters summed away inside this input alone, or 1 in all the others) are broadcast.
+    input had as size 1 (broadcast by the others) are summed back, axes the einsum could not
+    fill (letters summed away inside this input alone, or 1 in all the others) are broadcast,
+    and a repeated letter's cotangent is put back on its diagonal (times an identity matrix).
+    Every einsum, forward and backward, runs by the contraction order ``np.einsum_path`` picks,
+    chosen once per subscripts and shapes (BLAS for the large contractions).
 
     ``need`` (one flag per input, the subscripts first) skips the cotangents nobody wants.
 
     >>> ans, vjp = einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)))
     >>> ans.shape, vjp(np.ones((2, 4)))[2].shape
     ((2, 4), (3, 4))
+    >>> einsum("ii", np.array([[1.0, 2.0], [3.0, 4.0]]))[1](np.array(1.0))[1]
+    array([[1., 0.],
+           [0., 1.]])
     """
     ins, out = _parse_einsum(subscripts, [np.ndim(x) for x in xs])
-    ans = np.einsum(f"{','.join(ins)}->{out}", *xs)
+    ans = _contract(ins, out, xs)
 
     def vjp(g: Any) -> tuple[Any, ...]:
         cts: list[Any] = [None]
@@ -190,14 +200,13 @@ def einsum(subscripts: str, *xs: Any, need: tuple[bool, ...] | None = None) -> t
                 cts.append(None)
                 continue
             others = [s for j, s in enumerate(ins) if j != i]
-            target = "".join(c for c in sub if c in set(out).union(*others))
-            ct = np.einsum(f"{','.join([out, *others])}->{target}", g, *(y for j, y in enumerate(xs) if j != i))
+            target = "".join(dict.fromkeys(c for c in sub if c in set(out).union(*others)))
+            ct = _contract([out, *others], target, [g, *(y for j, y in enumerate(xs) if j != i)])
             size = dict(zip(sub, np.shape(x)))
             stretched = tuple(k for k, c in enumerate(target) if size[c] == 1 and ct.shape[k] != 1)
             if stretched:  # size-1 axes of x that broadcasting stretched: sum them back
                 ct = np.sum(ct, axis=stretched, keepdims=True)
-            if target != sub:  # letters summed away inside this input alone: size-1 axes for now
-                ct = ct.reshape(tuple(ct.shape[target.index(c)] if c in target else 1 for c in sub))
+            ct = _on_diagonals(ct, target, sub, size)
             if ct.shape != np.shape(x):  # ... broadcast back, as are axes only the others had as 1
                 ct = np.broadcast_to(ct, np.shape(x))
             cts.append(ct)
@@ -206,8 +215,77 @@ def einsum(subscripts: str, *xs: Any, need: tuple[bool, ...] | None = None) -> t
     return ans, vjp
 
 
+def _on_diagonals(ct: Any, target: str, sub: str, size: dict[str, int]) -> Any:
+    """``ct`` (axes ``target``) laid out on the axes of ``sub``: size 1 for letters ``target`` lacks,
+    and a letter's second and later places in ``sub`` filled by its diagonal (times identities)."""
+    first = {c: sub.index(c) for c in sub}
+    if target == sub:
+        return ct
+    order = sorted(target, key=first.__getitem__)
+    if list(target) != order:
+        ct = np.transpose(ct, tuple(target.index(c) for c in order))
+    shape = tuple(ct.shape[order.index(c)] if c in target and first[c] == k else 1 for k, c in enumerate(sub))
+    ct = ct.reshape(shape)
+    for k, c in enumerate(sub):
+        if first[c] != k and size[c] > 1:  # a repeat: keep only where index k equals index first[c]
+            eye_shape = tuple(size[c] if j in (k, first[c]) else 1 for j in range(len(sub)))
+            ct = ct * np.eye(size[c], dtype=bool).reshape(eye_shape)
+    return ct
+
+
+# (subscripts, shapes) -> the ``optimize=`` argument of np.einsum: a path from np.einsum_path for a
+# large contraction, else False (a given path costs ~15 us of parsing a call: more than small ones take).
+_PATHS: dict[tuple[str, tuple[tuple[int, ...], ...]], Any] = {}
+_PATH_WORTH = 1 << 15  # letters' sizes multiplied: below this, NumPy's plain einsum is quicker
+
+
+def _contract(ins: list[str], out: str, xs: Any) -> Any:
+    spec = f"{','.join(ins)}->{out}"
+    shapes = tuple(np.shape(x) for x in xs)
+    key = (spec, shapes)
+    optimize = _PATHS.get(key)
+    if optimize is None:
+        sizes: dict[str, int] = {}
+        for sub, shape in zip(ins, shapes):
+            for c, n in zip(sub, shape):
+                sizes[c] = max(sizes.get(c, 1), n)
+        optimize = False
+        if len(xs) > 1 and math.prod(sizes.values()) >= _PATH_WORTH:
+            optimize = np.einsum_path(spec, *(np.broadcast_to(0.0, s) for s in shapes), optimize="greedy")[0]
+        if len(_PATHS) >= 1024:
+            _PATHS.clear()
+        _PATHS[key] = optimize
+    return np.einsum(spec, *xs, optimize=optimize)
+
+
+def einsum_subscripts(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """NumPy's sublist form ``(x, [0, 1], y, [1, 2], [0, 2])`` as ``("ab,bc->ac", (x, y))``;
+    ``(subscripts, *operands)`` passes through.
+
+    >>> einsum_subscripts((np.ones((2, 3)), [0, 1], [1, 0]))[0]
+    'ab->ba'
+    """
+    if isinstance(args[0], str):
+        return args[0], args[1:]
+    operands, subs = args[0::2], list(args[1::2])
+    out = None
+    if len(args) % 2:  # an odd count: the last sublist is the output's
+        operands, out = operands[:-1], operands[-1]
+
+    def spell(sub: Any) -> str:
+        try:
+            return "".join("..." if s is Ellipsis else string.ascii_letters[s] for s in sub)
+        except (TypeError, IndexError):
+            raise ValueError(
+                f"einsum: a sublist holds integers in [0, 52) and Ellipsis, got {sub!r}"
+            ) from None
+
+    text = ",".join(spell(s) for s in subs)
+    return (text if out is None else f"{text}->{spell(out)}"), tuple(operands)
+
+
 def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
-    """Split ``subscripts``, spell out ``...`` with unused letters, and check what we support.
+    """Split ``subscripts``, spell out ``...`` with unused letters, and check them.
 
     Without ``->`` the output is NumPy's implicit one: ``...``, then the letters used once, sorted.
     """
@@ -229,10 +307,11 @@ def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
             s = s.replace("...", ell[n_ell - k:] if k > 0 else "")
         if len(s) != nd:
             raise ValueError(f"einsum: subscripts {s!r} do not match an input with {nd} axes")
-        if len(set(s)) != len(s):
-            raise ValueError(
-                f"einsum: a letter repeated within one input ({s!r}: a trace or a diagonal) is not "
-                "supported. Multiply by np.eye(n) and sum instead, e.g. (x * np.eye(n)).sum() for a trace."
-            )
         spelled.append(s)
-    return spelled, out.replace("...", ell)
+    out = out.replace("...", ell)
+    if len(set(out)) != len(out) or not set(out) <= set("".join(spelled)):
+        raise ValueError(
+            f"einsum: the output subscripts {out!r} of {subscripts!r} must name each letter once, and "
+            "only letters of the inputs"
+        )
+    return spelled, out

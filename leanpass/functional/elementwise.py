@@ -1,0 +1,249 @@
+"""NumPy's elementwise functions, declared in one table from which their ops and VJPs are made.
+
+``ELEMENTWISE`` maps an op name to ``(forward, derivatives)``:
+
+- ``forward`` is the NumPy function (``forward(x, *params)``, or ``forward(x, y)`` for two inputs);
+- ``derivatives`` holds one function per differentiable input, giving ``d ans / d input``
+  elementwise: ``d(x, ans)`` for one input, ``(dx(x, y, ans), dy(x, y, ans))`` for two.
+
+The op made from an entry returns ``(ans, vjp)`` like every op in ``functional``; its VJP is
+``g * d(x, ans)`` (summed back where broadcast, for two inputs), and a forward-mode rule is
+``t * d(x, ans)`` from the same table. Each op keeps its entry as ``op.forward`` and
+``op.derivatives``. The derivatives are written with NumPy functions and operators, so they run
+on Tensors too (a differentiable backward pass replays them).
+
+Conventions where a derivative does not exist: the rounding functions and ``sign`` have derivative
+0 everywhere; ``fabs`` has 0 at 0 (as ``abs``); ``hypot`` and ``arctan2`` have 0 at ``(0, 0)``;
+``fmax``/``fmin`` split a tie evenly (as ``maximum``), and ``logaddexp2`` two ``-inf`` inputs;
+``nan_to_num`` passes the gradient where ``x`` is finite.
+
+>>> ans, vjp = log1p(np.array([0.0, 1.0]))
+>>> ans, vjp(np.ones(2))
+(array([0.        , 0.69314718]), (array([1. , 0.5]),))
+>>> [d(2.0, np.exp2(2.0)) for d in ELEMENTWISE["exp2"][1]]
+[np.float64(2.772588722239781)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from . import _lift
+from ._broadcast import unbroadcast
+
+_LN2, _LN10, _PI = math.log(2.0), math.log(10.0), math.pi  # Python floats: float32 stays float32
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _zero(x: Any, ans: Any) -> Any:
+    return np.zeros_like(ans)
+
+
+def _chosen(a: Any, b: Any, ans: Any) -> Any:
+    """The part of fmax's (fmin's) cotangent for input ``a``: 1 if it is the result, 1/2 on a tie with ``b``."""
+    mine, theirs = (a == ans).astype(ans.dtype), (b == ans).astype(ans.dtype)
+    return mine / np.maximum(mine + theirs, 1.0)
+
+
+def _split(x: Any, ans: Any) -> Any:
+    """logaddexp2's derivative ``2 ** (x - ans)``; 1/2 each where both inputs are -inf (as logaddexp)."""
+    return np.where(ans == -np.inf, 0.5, np.exp2(x - ans))
+
+
+def _safe(x: Any) -> Any:
+    """``x`` with its zeros replaced by 1 (a divisor that is then masked)."""
+    return np.where(x == 0, 1.0, x)
+
+
+# sinc'(x) = (cos(pi x) - sinc(x)) / x; near 0 its Taylor series, so that every order is right there.
+_SINC_TAYLOR = (-(_PI**2) / 3, _PI**4 / 30, -(_PI**6) / 840, _PI**8 / 45360)
+
+
+def _sinc_derivative(x: Any, ans: Any) -> Any:
+    near = np.abs(x) < 0.01
+    x2 = x * x
+    c0, c1, c2, c3 = _SINC_TAYLOR
+    series = x * (c0 + x2 * (c1 + x2 * (c2 + x2 * c3)))
+    far = np.where(near, 1.0, x)
+    return np.where(near, series, (np.cos(_PI * far) - np.sinc(far)) / far)
+
+
+def _erf(x: Any) -> Any:
+    """The error function in NumPy (see ``_erfc_pair``): ``erf(x) = 2/sqrt(pi) int_0^x exp(-t^2) dt``."""
+    if _lift.is_tensor(x):  # a replayed backward pass: record one op, not the series
+        return _lift.apply(erf, "erf", x)  # type: ignore[misc]
+    small, large = _erfc_pair(x)
+    return np.where(np.abs(x) < 1.5, small, np.sign(x) * (1.0 - large))
+
+
+def _erfc(x: Any) -> Any:
+    """``1 - erf(x)``, accurate also where it is tiny (large ``x``)."""
+    if _lift.is_tensor(x):
+        return _lift.apply(erfc, "erfc", x)  # type: ignore[misc]
+    small, large = _erfc_pair(x)
+    return np.where(np.abs(x) < 1.5, 1.0 - small, np.where(x > 0, large, 2.0 - large))
+
+
+def _erfc_pair(x: Any) -> tuple[Any, Any]:
+    """``erf(x)`` for ``|x| < 1.5`` and ``erfc(|x|)`` for ``|x| >= 1.5``, each from a series that
+    needs no cancellation:
+
+    - ``erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (1 * 3 * ... * (2n+1))`` (positive terms;
+      40 terms reach float64 precision for ``|x| < 1.5``);
+    - ``erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))`` (the continued
+      fraction, evaluated from a fixed depth of 100, is exact to float64 for ``x >= 1.5``).
+    """
+    a = np.abs(x)
+    s = np.minimum(a, 1.5) * np.sign(x)  # each region sees only inputs it is accurate for
+    s2 = s * s
+    term = s
+    total = s
+    for n in range(1, 40):
+        term = term * (2.0 * s2 / (2 * n + 1))
+        total = total + term
+    small = _TWO_OVER_SQRT_PI * np.exp(-s2) * total
+    b = np.maximum(a, 1.5)
+    frac = b
+    for k in range(100, 0, -1):
+        frac = b + (k / 2) / frac
+    # exp(-b**2) with b = hi + lo, hi a multiple of 1/16 (hi**2 exact): the rounding of b**2 would
+    # cost erfc's tail b**2 ulps (5e-14 relative at b = 25)
+    # (b capped at 30, where erfc has long underflowed to 0, so that inf gives 0, not inf - inf)
+    c = np.minimum(b, 30.0)
+    hi = np.round(c * 16) / 16
+    large = np.exp(-hi * hi) * np.exp(-(c - hi) * (c + hi)) / (math.sqrt(math.pi) * frac)
+    return small, large
+
+
+ELEMENTWISE: dict[str, tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]] = {
+    # one input: d(x, ans)
+    "log1p": (np.log1p, (lambda x, ans: 1 / (1 + x),)),
+    "expm1": (np.expm1, (lambda x, ans: ans + 1,)),
+    "exp2": (np.exp2, (lambda x, ans: ans * _LN2,)),
+    "log2": (np.log2, (lambda x, ans: 1 / (x * _LN2),)),
+    "log10": (np.log10, (lambda x, ans: 1 / (x * _LN10),)),
+    "tan": (np.tan, (lambda x, ans: 1 + ans * ans,)),
+    "arcsin": (np.arcsin, (lambda x, ans: 1 / np.sqrt(1 - x * x),)),
+    "arccos": (np.arccos, (lambda x, ans: -1 / np.sqrt(1 - x * x),)),
+    "arctan": (np.arctan, (lambda x, ans: 1 / (1 + x * x),)),
+    "sinh": (np.sinh, (lambda x, ans: np.cosh(x),)),
+    "cosh": (np.cosh, (lambda x, ans: np.sinh(x),)),
+    "arcsinh": (np.arcsinh, (lambda x, ans: 1 / np.sqrt(x * x + 1),)),
+    "arccosh": (np.arccosh, (lambda x, ans: 1 / np.sqrt(x * x - 1),)),
+    "arctanh": (np.arctanh, (lambda x, ans: 1 / (1 - x * x),)),
+    "cbrt": (np.cbrt, (lambda x, ans: 1 / (3 * ans * ans),)),
+    "fabs": (np.fabs, (lambda x, ans: np.sign(x),)),
+    "reciprocal": (np.reciprocal, (lambda x, ans: -ans * ans,)),
+    "sinc": (np.sinc, (_sinc_derivative,)),
+    "deg2rad": (np.deg2rad, (lambda x, ans: _PI / 180,)),
+    "rad2deg": (np.rad2deg, (lambda x, ans: 180 / _PI,)),
+    "erf": (_erf, (lambda x, ans: _TWO_OVER_SQRT_PI * np.exp(-x * x),)),
+    "erfc": (_erfc, (lambda x, ans: -_TWO_OVER_SQRT_PI * np.exp(-x * x),)),
+    "nan_to_num": (np.nan_to_num, (lambda x, ans: np.isfinite(x).astype(ans.dtype),)),
+    "floor": (np.floor, (_zero,)),
+    "ceil": (np.ceil, (_zero,)),
+    "trunc": (np.trunc, (_zero,)),
+    "rint": (np.rint, (_zero,)),
+    "round": (np.round, (_zero,)),
+    "sign": (np.sign, (_zero,)),
+    # two inputs: (dx(x, y, ans), dy(x, y, ans))
+    "arctan2": (np.arctan2, (lambda x, y, ans: y / _safe(x * x + y * y), lambda x, y, ans: -x / _safe(x * x + y * y))),
+    "hypot": (np.hypot, (lambda x, y, ans: x / _safe(ans), lambda x, y, ans: y / _safe(ans))),
+    "logaddexp2": (np.logaddexp2, (lambda x, y, ans: _split(x, ans), lambda x, y, ans: _split(y, ans))),
+    "fmax": (np.fmax, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
+    "fmin": (np.fmin, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
+    "remainder": (np.remainder, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.floor(x / _safe(y)))),
+    "fmod": (np.fmod, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.trunc(x / _safe(y)))),
+}
+
+# Ops whose inputs may leave their domain (nan or inf results), quietly as ``log`` does: they run
+# under np.errstate, which costs about 2 us a call, so the others do not.
+_QUIET = frozenset({
+    "log1p", "log2", "log10", "arcsin", "arccos", "arccosh", "arctanh", "cbrt", "reciprocal",
+    "arctan2", "hypot", "remainder", "fmod", "sinc", "logaddexp2",
+})
+_BOTH = (True, True)
+
+
+def _unary_vjp(d: Callable[..., Any], x: Any, ans: Any, g: Any) -> tuple[Any]:
+    return (g * d(x, ans),)
+
+
+def _quiet_unary_vjp(d: Callable[..., Any], x: Any, ans: Any, g: Any) -> tuple[Any]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (g * d(x, ans),)
+
+
+def _binary_vjp(dx: Any, dy: Any, x: Any, y: Any, ans: Any, need: tuple[bool, bool], g: Any) -> tuple[Any, Any]:
+    return (
+        unbroadcast(g * dx(x, y, ans), x) if need[0] else None,
+        unbroadcast(g * dy(x, y, ans), y) if need[1] else None,
+    )
+
+
+def _quiet_binary_vjp(dx: Any, dy: Any, x: Any, y: Any, ans: Any, need: tuple[bool, bool], g: Any) -> tuple[Any, Any]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _binary_vjp(dx, dy, x, y, ans, need, g)
+
+
+def _make(name: str) -> Callable[..., Any]:
+    """The op of table entry ``name``: ``op(x, *params) -> (ans, vjp)`` or ``op(x, y, need) -> ...``."""
+    forward, derivatives = ELEMENTWISE[name]
+    if len(derivatives) == 2 and name in _QUIET:
+        dx, dy = derivatives
+
+        def op(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ans = forward(x, y)
+            return ans, partial(_quiet_binary_vjp, dx, dy, x, y, ans, need)
+
+    elif len(derivatives) == 2:
+        dx, dy = derivatives
+
+        def op(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
+            ans = forward(x, y)
+            return ans, partial(_binary_vjp, dx, dy, x, y, ans, need)
+
+    elif name in _QUIET:
+        d = derivatives[0]
+
+        def op(x: Any, *params: Any) -> tuple[Any, Any]:  # type: ignore[misc]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ans = forward(x, *params)
+            return ans, partial(_quiet_unary_vjp, d, x, ans)
+
+    else:
+        d = derivatives[0]
+
+        def op(x: Any, *params: Any) -> tuple[Any, Any]:  # type: ignore[misc]
+            ans = forward(x, *params)
+            return ans, partial(_unary_vjp, d, x, ans)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (
+        f"``{name}`` elementwise, from ``ELEMENTWISE[{name!r}]``: returns ``(ans, vjp)``, the VJP "
+        f"multiplying ``g`` by the derivative{'s' if len(derivatives) == 2 else ''} of the entry.\n\n"
+        f">>> x = np.array({[1.25, 1.5] if name == 'arccosh' else [0.3, 0.6]})\n"
+        f">>> np.allclose({name}(x{', x' if len(derivatives) == 2 else ''})[0], "
+        f"ELEMENTWISE[{name!r}][0](x{', x' if len(derivatives) == 2 else ''}))\nTrue\n"
+    )
+    op.forward = forward  # type: ignore[attr-defined]
+    op.derivatives = derivatives  # type: ignore[attr-defined]
+    return op
+
+
+(log1p, expm1, exp2, log2, log10, tan, arcsin, arccos, arctan, sinh, cosh, arcsinh, arccosh, arctanh, cbrt,
+ fabs, reciprocal, sinc, deg2rad, rad2deg, erf, erfc, nan_to_num, floor, ceil, trunc, rint, round, sign,
+ arctan2, hypot, logaddexp2, fmax, fmin, remainder, fmod) = (_make(name) for name in ELEMENTWISE)
+
+OPS: dict[str, Callable[..., Any]] = {name: globals()[name] for name in ELEMENTWISE}
+__all__ = ["ELEMENTWISE", "log1p", "expm1", "exp2", "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh",
+           "cosh", "arcsinh", "arccosh", "arctanh", "cbrt", "fabs", "reciprocal", "sinc", "deg2rad", "rad2deg", "erf",
+           "erfc", "nan_to_num", "floor", "ceil", "trunc", "rint", "round", "sign", "arctan2", "hypot", "logaddexp2",
+           "fmax", "fmin", "remainder", "fmod"]
+BINARY = frozenset(name for name, (_, ds) in ELEMENTWISE.items() if len(ds) == 2)

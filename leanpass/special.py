@@ -1,0 +1,287 @@
+"""Differentiable special functions, as ``scipy.special`` names them (SciPy is not needed).
+
+``lp.special.gammaln(t)`` where SciPy code has ``scipy.special.gammaln(x)``: the same values
+(to float64 precision) and gradients of every order. A SciPy function called on a Tensor that
+is being differentiated raises a TypeError that names the function to call here instead.
+
+>>> import leanpass as lp
+>>> round(float(lp.grad(lp.special.gammaln)(4.0)), 12)  # digamma(4)
+1.256117668432
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from . import functional as F
+from .ops import _tensor
+from .ops import exp as _exp
+from .ops import log as _log
+from .ops import log_softmax as _log_softmax
+from .ops import logsumexp as _logsumexp
+from .ops import sigmoid as _sigmoid
+from .ops import softmax as _softmax
+from .ops import sum as _sum
+from .tensor import ArrayLike, Tensor, _value, apply
+
+__all__ = ["gammaln", "digamma", "psi", "polygamma", "betaln", "expit", "logit", "logsumexp", "erf",
+           "erfc", "erfinv", "ndtr", "log_ndtr", "xlogy", "xlog1py", "softmax", "log_softmax"]
+
+
+def _real(x: ArrayLike, name: str) -> Any:
+    x = _tensor(x)
+    if np.iscomplexobj(_value(x)):
+        raise TypeError(f"special.{name}: complex numbers are not supported by LeanPass")
+    return x
+
+
+def gammaln(x: ArrayLike) -> Tensor:
+    """``log |Gamma(x)|`` (``inf`` at 0 and the negative integers). Its gradient is ``digamma``.
+
+    >>> gammaln(Tensor([1.0, 0.5, -0.5]))
+    Tensor([0.        , 0.57236494, 1.26551212])
+    """
+    return apply(F.gammaln, "gammaln", _real(x, "gammaln"))
+
+
+def digamma(x: ArrayLike) -> Tensor:
+    """``d/dx gammaln(x)``. Its gradient is ``polygamma(1, x)``.
+
+    >>> digamma(Tensor([1.0]))
+    Tensor([-0.57721566])
+    """
+    return apply(F.digamma, "digamma", _real(x, "digamma"))
+
+
+psi = digamma
+
+
+def polygamma(n: int, x: ArrayLike) -> Tensor:
+    """The ``n``-th derivative of ``digamma`` (``n = 0`` is ``digamma`` itself).
+
+    >>> polygamma(1, Tensor([1.0]))  # pi ** 2 / 6
+    Tensor([1.64493407])
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise TypeError(f"special.polygamma: n must be a non-negative int, got {n!r}")
+    if n == 0:
+        return digamma(x)
+    return apply(F.polygamma, "polygamma", _real(x, "polygamma"), int(n))
+
+
+def betaln(a: ArrayLike, b: ArrayLike) -> Tensor:
+    """``log |B(a, b)|``, stable when one argument is large.
+
+    >>> betaln(Tensor(2.0), Tensor(3.0))  # log(1 / 12)
+    Tensor(-2.48490665)
+    """
+    return apply(F.betaln, "betaln", _real(a, "betaln"), _real(b, "betaln"))
+
+
+def expit(x: ArrayLike) -> Tensor:
+    """The logistic sigmoid ``1 / (1 + exp(-x))`` (``lp.sigmoid``).
+
+    >>> expit(Tensor([0.0]))
+    Tensor([0.5])
+    """
+    return _sigmoid(_real(x, "expit"))
+
+
+def logit(p: ArrayLike) -> Tensor:
+    """``log(p / (1 - p))``, the inverse of ``expit``.
+
+    >>> logit(Tensor([0.5]))
+    Tensor([0.])
+    """
+    return apply(F.logit, "logit", _real(p, "logit"))
+
+
+def erf(x: ArrayLike) -> Tensor:
+    """The error function.
+
+    >>> erf(Tensor([0.0, 1.0]))
+    Tensor([0.        , 0.84270079])
+    """
+    return apply(F.erf, "erf", _real(x, "erf"))
+
+
+def erfc(x: ArrayLike) -> Tensor:
+    """``1 - erf(x)``, accurate in the tail.
+
+    >>> erfc(Tensor([10.0]))
+    Tensor([2.08848758e-45])
+    """
+    return apply(F.erfc, "erfc", _real(x, "erfc"))
+
+
+def erfinv(y: ArrayLike) -> Tensor:
+    """The inverse of ``erf`` on ``[-1, 1]`` (``inf`` at 1, ``nan`` outside).
+
+    >>> erfinv(Tensor([0.0, 0.5]))
+    Tensor([0.        , 0.47693628])
+    """
+    return apply(F.erfinv, "erfinv", _real(y, "erfinv"))
+
+
+def ndtr(x: ArrayLike) -> Tensor:
+    """The standard normal cdf.
+
+    >>> ndtr(Tensor([0.0]))
+    Tensor([0.5])
+    """
+    return apply(F.ndtr, "ndtr", _real(x, "ndtr"))
+
+
+def log_ndtr(x: ArrayLike) -> Tensor:
+    """``log(ndtr(x))``, finite far into the left tail.
+
+    >>> log_ndtr(Tensor([-40.0]))
+    Tensor([-804.60844201])
+    """
+    return apply(F.log_ndtr, "log_ndtr", _real(x, "log_ndtr"))
+
+
+def xlogy(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``x * log(y)``, and 0 where ``x == 0``.
+
+    >>> xlogy(Tensor([0.0, 2.0]), Tensor([0.0, 1.0]))
+    Tensor([0., 0.])
+    """
+    return apply(F.xlogy, "xlogy", _real(x, "xlogy"), _real(y, "xlogy"))
+
+
+def xlog1py(x: ArrayLike, y: ArrayLike) -> Tensor:
+    """``x * log1p(y)``, and 0 where ``x == 0``.
+
+    >>> xlog1py(Tensor([0.0, 1.0]), Tensor([-1.0, 0.0]))
+    Tensor([0., 0.])
+    """
+    return apply(F.xlog1py, "xlog1py", _real(x, "xlog1py"), _real(y, "xlog1py"))
+
+
+def logsumexp(a: ArrayLike, axis: Any = None, b: ArrayLike | None = None, keepdims: bool = False,
+              return_sign: bool = False) -> Any:
+    """``log(sum(b * exp(a)))`` over ``axis``, stable, as ``scipy.special.logsumexp``.
+
+    With ``return_sign=True`` it returns ``(log |sum|, sign)``, the sign a constant array;
+    without it a negative sum gives nan.
+
+    >>> logsumexp(Tensor([1000.0, 1000.0]))
+    Tensor(1000.69314718)
+    >>> logsumexp(Tensor([0.0, 0.0]), b=Tensor([1.0, -2.0]), return_sign=True)
+    (Tensor(0.), array(-1.))
+    """
+    a = _real(a, "logsumexp")
+    if b is None and not return_sign:
+        return _logsumexp(a, axis, keepdims)
+    raw = _value(a)
+    with np.errstate(invalid="ignore"):
+        m = np.max(raw, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)  # a constant shift: it cancels, so it needs no gradient
+    t = _exp(a - m)
+    s = _sum(t if b is None else t * _real(b, "logsumexp"), axis=axis, keepdims=True)
+    sign = np.sign(_value(s))
+    out = (_log(s * sign) if return_sign else _log(s)) + m
+    if not keepdims:
+        out = out.squeeze(axis)
+        sign = np.squeeze(sign, axis)
+    return (out, sign) if return_sign else out
+
+
+def softmax(x: ArrayLike, axis: Any = None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` over ``axis`` (None: all of ``x``, as SciPy's default).
+
+    >>> softmax(Tensor([[0.0, 0.0], [0.0, 0.0]]))
+    Tensor([[0.25, 0.25],
+            [0.25, 0.25]])
+    """
+    return _softmax(_real(x, "softmax"), axis)
+
+
+def log_softmax(x: ArrayLike, axis: Any = None) -> Tensor:
+    """``x - logsumexp(x)`` over ``axis`` (None: all of ``x``).
+
+    >>> log_softmax(Tensor([0.0, 0.0]))
+    Tensor([-0.69314718, -0.69314718])
+    """
+    return _log_softmax(_real(x, "log_softmax"), axis)
+
+
+# ----- naming the LeanPass function when SciPy meets a Tensor -----------------------------------------
+def _leanpass_name(package: str, obj: str | None, func: str) -> str | None:
+    """``lp.special.gammaln`` for ``("scipy.special", None, "gammaln")``, if LeanPass has it."""
+    import importlib
+
+    short = package.split(".")[1] if package.count(".") >= 1 else ""
+    module = {"special": "special", "stats": "stats", "linalg": "linalg"}.get(short)
+    if module is None:
+        return None
+    mod = importlib.import_module(f"leanpass.{module}")
+    target: Any = getattr(mod, obj, None) if obj else mod
+    if target is None or not callable(getattr(target, func, None)):
+        return None
+    return f"lp.{module}.{obj + '.' if obj else ''}{func}"
+
+
+def _scipy_message(package: str, obj: str | None, func: str) -> str:
+    name = f"{package}.{obj + '.' if obj else ''}{func}"
+    ours = _leanpass_name(package, obj, func)
+    if ours is None:
+        return (f"{name} is not differentiable in LeanPass: it cannot see through a Tensor (SciPy turns "
+                "it into a constant, and the gradient would silently be 0), and LeanPass has no version of it. "
+                "Write it with NumPy operations on the Tensor, or convert after the gradient is taken.")
+    return (f"{name} is not differentiable in LeanPass: it cannot see through a Tensor (the gradient "
+            f"would silently be 0); use {ours}")
+
+
+def scipy_ufunc_hint(ufunc: Any) -> str | None:
+    """The message for a SciPy ufunc (``scipy.special.gammaln``) called on a Tensor, else None.
+
+    >>> import scipy.special
+    >>> print(scipy_ufunc_hint(scipy.special.gammaln))  # doctest: +NORMALIZE_WHITESPACE
+    scipy.special.gammaln is not differentiable in LeanPass: it cannot see through a Tensor
+    (the gradient would silently be 0); use lp.special.gammaln
+    >>> scipy_ufunc_hint(np.exp) is None
+    True
+    """
+    name = getattr(ufunc, "__name__", None)
+    if name is None or getattr(np, name, None) is ufunc:
+        return None
+    scipy_special = sys.modules.get("scipy.special")
+    if scipy_special is None or getattr(scipy_special, name, None) is not ufunc:
+        return None
+    return _scipy_message("scipy.special", None, name)
+
+
+def _scipy_hint() -> str | None:
+    """When SciPy code is converting a Tensor (``np.asarray(t)`` inside ``scipy.stats.norm.logpdf``),
+    the message naming the SciPy function the user called and the LeanPass one to call instead.
+
+    For ``Tensor.__array__``'s error path: it looks up the call stack for the outermost frame of
+    a ``scipy`` module (the function the user called), and returns None when there is none.
+
+    >>> _scipy_hint() is None
+    True
+    """
+    frame: Any = sys._getframe(1)
+    outer = None
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith("scipy."):
+            outer = frame
+        frame = frame.f_back
+    if outer is None:
+        return None
+    module = str(outer.f_globals["__name__"])
+    package = ".".join(module.split(".")[:2])  # scipy.stats._distn_infrastructure -> scipy.stats
+    func = outer.f_code.co_name
+    owner = outer.f_locals.get("self")
+    obj = None
+    if owner is not None:
+        obj = getattr(owner, "name", None) if isinstance(getattr(owner, "name", None), str) else None
+        if obj is None:
+            cls = type(owner).__name__
+            obj = cls.removesuffix("_gen").removesuffix("_frozen")
+    return _scipy_message(package, obj, func)

@@ -1,0 +1,346 @@
+"""``lp.linalg`` and ``np.linalg`` on Tensors: values equal to NumPy's (batched), gradients to second
+order against finite differences, hand-computed gradients, the conventions where no derivative
+exists, float32, the errors, and the sample table for the transform walks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from op_samples_linalg_special import SAMPLES
+
+import leanpass as lp
+from leanpass import Tensor
+from leanpass import functional as F
+from leanpass.testing import check_grads
+
+L = lp.linalg
+rng = np.random.default_rng(0)
+
+
+def square(seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape) + 3 * np.eye(shape[-1])
+
+
+def spd(seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    a = np.random.default_rng(seed).standard_normal(shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def sym(a: Any) -> Any:
+    return (a + np.swapaxes(a, -1, -2)) / 2
+
+
+# ----- values: NumPy's, batched, through np.linalg and lp.linalg --------------------------------------
+BATCHES = [(), (2,), (2, 1)]
+
+
+@pytest.mark.parametrize("batch", BATCHES, ids=str)
+@pytest.mark.parametrize("name", ["inv", "det", "cholesky", "eigvalsh"])
+def test_values_match_numpy(name: str, batch: tuple[int, ...]) -> None:
+    a = spd(1, (*batch, 3, 3))
+    want = getattr(np.linalg, name)(a)
+    assert np.allclose(getattr(np.linalg, name)(Tensor(a))._data, want, rtol=1e-13, atol=1e-13)
+    assert np.allclose(getattr(L, name)(a)._data, want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("batch", BATCHES, ids=str)
+def test_factorisations_match_numpy(batch: tuple[int, ...]) -> None:
+    a = spd(2, (*batch, 3, 3))
+    t = Tensor(a)
+    sign, logdet = np.linalg.slogdet(t)
+    assert np.allclose(sign, np.linalg.slogdet(a)[0]) and np.allclose(logdet._data, np.linalg.slogdet(a)[1])
+    w, v = np.linalg.eigh(t)
+    assert np.allclose(w._data, np.linalg.eigh(a)[0]) and np.allclose(np.abs(v._data), np.abs(np.linalg.eigh(a)[1]))
+    m = np.random.default_rng(3).standard_normal((*batch, 4, 3))
+    for full in (m, np.swapaxes(m, -1, -2)):
+        u, s, vh = np.linalg.svd(Tensor(full), full_matrices=False)
+        nu, ns, nvh = np.linalg.svd(full, full_matrices=False)
+        assert np.allclose(s._data, ns) and np.allclose(u._data, nu) and np.allclose(vh._data, nvh)
+        q, r = np.linalg.qr(Tensor(full))
+        nq, nr = np.linalg.qr(full)
+        assert np.allclose(q._data, nq) and np.allclose(r._data, nr)
+        assert np.allclose(np.linalg.pinv(Tensor(full))._data, np.linalg.pinv(full))
+    b = np.random.default_rng(4).standard_normal((*batch, 3, 2))
+    assert np.allclose(np.linalg.solve(t, Tensor(b))._data, np.linalg.solve(a, b))
+    assert np.allclose(np.linalg.solve(t, np.ones(3))._data, np.linalg.solve(a, np.ones(3)))
+    assert np.allclose(np.linalg.matrix_power(t, 3)._data, np.linalg.matrix_power(a, 3))
+    assert np.allclose(np.linalg.matrix_power(t, -2)._data, np.linalg.matrix_power(a, -2))
+    assert np.allclose(np.linalg.matrix_power(t, 0)._data, np.linalg.matrix_power(a, 0))
+
+
+def test_results_are_named_as_numpys() -> None:
+    a = Tensor(spd(5, (3, 3)))
+    assert L.eigh(a).eigenvalues.shape == (3,) and L.svd(a).S.shape == (3,) and L.qr(a).R.shape == (3, 3)
+    assert L.slogdet(a).sign == 1.0
+
+
+def test_lstsq_matches_numpy() -> None:
+    a, b = rng.standard_normal((6, 3)), rng.standard_normal((6, 2))
+    for bb in (b, b[:, 0]):
+        x, res, rank, s = np.linalg.lstsq(Tensor(a), Tensor(bb), rcond=None)
+        nx, nres, nrank, ns = np.linalg.lstsq(a, bb, rcond=None)
+        assert np.allclose(x._data, nx) and np.allclose(res._data, nres) and rank == nrank
+        assert np.allclose(s._data, ns) and res.shape == nres.shape
+    x, res, rank, _ = L.lstsq(np.ones((2, 3)), np.ones(2))  # underdetermined: no residuals, as NumPy
+    assert res.shape == (0,) and rank == 1
+
+
+NORMS: list[tuple[Any, Any]] = [
+    (None, None), (2, 0), (1, 1), (np.inf, -1), (-np.inf, 0), (3, 1), (0.5, 0), (0, 1),
+    ("fro", None), ("nuc", None), (1, None), (-1, None), (2, None), (-2, None), (np.inf, None), (-np.inf, None),
+    ("nuc", (2, 0)), (2, (0, 2)), (np.inf, (1, 2)), ("fro", (2, 1)), (None, (0, 1)),
+]
+
+
+@pytest.mark.parametrize(("ord", "axis"), NORMS, ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_norm_matches_numpy(ord: Any, axis: Any, keepdims: bool) -> None:  # noqa: A002
+    x = rng.standard_normal((2, 3, 4)) if isinstance(axis, tuple) and max(axis) == 2 else rng.standard_normal((3, 4))
+    want = np.linalg.norm(x, ord, axis, keepdims)
+    got = np.linalg.norm(Tensor(x), ord, axis, keepdims)
+    assert got.shape == np.shape(want) and np.allclose(got._data, want, rtol=1e-13)
+
+
+# ----- gradients: finite differences to second order -----------------------------------------------
+@pytest.mark.parametrize("batch", [(), (2,)], ids=str)
+def test_gradients_to_second_order(batch: tuple[int, ...]) -> None:
+    a = square(6, (*batch, 3, 3))
+    for f in (L.inv, L.det, lambda t: L.slogdet(t)[1], lambda t: L.matrix_power(t, 3), lambda t: L.matrix_power(t, -1)):
+        check_grads(f, [a], order=2)
+    b = rng.standard_normal((*batch, 3, 2))
+    check_grads(L.solve, [a, b], order=2)
+    check_grads(L.solve, [a, rng.standard_normal(3)], order=2)
+    check_grads(lambda t: L.cholesky(t @ np.swapaxes(t, -1, -2)), [a], order=2)
+    check_grads(lambda t: L.cholesky(t @ np.swapaxes(t, -1, -2), upper=True), [a], order=2)
+    # eigenvectors: a loss that does not depend on their signs
+    def spectral(t: Tensor) -> Tensor:
+        w, v = L.eigh(sym(t))
+        return (v * w[..., None, :] ** 2) @ np.swapaxes(v, -1, -2)
+
+    check_grads(spectral, [a], order=2)
+    check_grads(lambda t: L.eigh(sym(t))[0], [a], order=2)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4), (2, 4, 3), (2, 3, 5)], ids=str)
+def test_rectangular_gradients_to_second_order(shape: tuple[int, ...]) -> None:
+    m = np.random.default_rng(7).standard_normal(shape)
+
+    def usv(t: Tensor) -> Any:
+        u, s, vh = L.svd(t, full_matrices=False)
+        return (u * s[..., None, :] ** 2) @ vh, u[..., :1] @ vh[..., :1, :], s
+
+    check_grads(usv, [m], order=2)
+    check_grads(lambda t: L.qr(t), [m], order=2)
+    check_grads(L.pinv, [m], order=2)
+    for ord_ in ("fro", "nuc", 2, -2, 1, np.inf):
+        check_grads(lambda t, o=ord_: L.norm(t, o, axis=(-2, -1)), [m], order=2)
+
+
+def test_lstsq_and_vector_norm_gradients() -> None:
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    check_grads(lambda x, y: L.lstsq(x, y)[:2], [a, b], order=2)
+    check_grads(lambda x, y: L.lstsq(x, y)[0], [a, b[:, 0]], order=2)
+    x = rng.standard_normal((3, 4))
+    for ord_ in (None, 1, 2, 3, np.inf, -np.inf):
+        check_grads(lambda t, o=ord_: L.norm(t, o, axis=1), [x], order=2)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=0, max_size=2), st.lists(st.integers(1, 3), min_size=0, max_size=2),
+       st.integers(1, 3), st.integers(0, 2**31 - 1))
+def test_solve_broadcasts_batches_as_numpy(batch_a: list[int], batch_b: list[int], n: int, seed: int) -> None:
+    # two batch shapes that broadcast: b's is a's with some axes set to 1, or shorter
+    ones = [i < len(batch_b) and batch_b[i] == 1 for i in range(len(batch_a))]
+    batch_b = [1 if one else k for one, k in zip(ones, batch_a)][len(batch_a) - len(batch_b):]
+    a = square(seed, (*batch_a, n, n))
+    b = np.random.default_rng(seed + 1).standard_normal((*batch_b, n, 2))
+    assert np.allclose(L.solve(a, b)._data, np.linalg.solve(a, b))
+    check_grads(L.solve, [a, b], order=1)
+
+
+# ----- hand-computed gradients ------------------------------------------------------------------------
+def test_hand_computed_gradients() -> None:
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    # d det / dA = det(A) inv(A).T = adjugate.T
+    assert np.allclose(lp.grad(L.det)(a), [[3.0, -1.0], [-1.0, 2.0]])
+    assert np.allclose(lp.grad(lambda t: L.slogdet(t)[1])(a), np.array([[3.0, -1.0], [-1.0, 2.0]]) / 5)
+    # d/dA sum(inv(A)) = -inv(A).T @ ones @ inv(A).T
+    ia = np.linalg.inv(a)
+    assert np.allclose(lp.grad(lambda t: L.inv(t).sum())(a), -ia.T @ np.ones((2, 2)) @ ia.T)
+    # eigenvalues of a diagonal matrix: dw_i/dA = e_i e_i^T
+    assert np.allclose(lp.grad(lambda t: L.eigh(t)[0][1])(np.diag([1.0, 5.0])), [[0.0, 0.0], [0.0, 1.0]])
+    # the spectral norm's gradient is u1 v1^T
+    m = np.diag([3.0, 1.0])
+    assert np.allclose(lp.grad(lambda t: L.norm(t, 2))(m), [[1.0, 0.0], [0.0, 0.0]])
+    assert np.allclose(lp.grad(lambda t: L.norm(t))(np.array([3.0, 4.0])), [0.6, 0.8])
+    # d/db solve(A, b) . 1 = inv(A).T @ 1
+    assert np.allclose(lp.grad(lambda t: L.solve(a, t).sum())(np.ones(2)), ia.T @ np.ones(2))
+    # cholesky of [[4]] is 2, d sqrt(a) / da = 1 / (2 sqrt(a))
+    assert np.allclose(lp.grad(lambda t: L.cholesky(t).sum())(np.array([[4.0]])), [[0.25]])
+
+
+# ----- where no derivative exists --------------------------------------------------------------------
+def test_norm_at_zero_has_the_zero_subgradient() -> None:
+    for ord_, axis, x in [(None, None, np.zeros(3)), (3, 0, np.zeros(3)), (1, 0, np.zeros(3)), (np.inf, 0, np.zeros(3)),
+                          ("fro", None, np.zeros((2, 2)))]:
+        g = lp.grad(lambda t, o=ord_, a=axis: L.norm(t, o, a))(x)
+        assert np.array_equal(g, np.zeros_like(x)), (ord_, g)
+    # second order is finite too
+    assert np.all(np.isfinite(lp.hessian(lambda t: L.norm(t))(np.zeros(3))))
+    # the nuclear norm at 0: a subgradient (spectral norm <= 1), not nan
+    g = lp.grad(lambda t: L.norm(t, "nuc"))(np.zeros((2, 3)))
+    assert np.all(np.isfinite(g)) and np.linalg.norm(g, 2) <= 1 + 1e-12
+
+
+def _degenerate(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    q, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((3, 3)))
+    return q @ np.diag([1.0, 1.0, 3.0]) @ q.T, q
+
+
+def test_eigh_at_a_repeated_eigenvalue_losses_of_the_space() -> None:
+    a, q = _degenerate(8)
+    # the projector onto the repeated eigenvalue's space is smooth: finite differences agree
+    check_grads(lambda t: (lambda v: v[:, :2] @ v[:, :2].T)(L.eigh(sym(t))[1]), [a], order=1)
+    # so is the sum of the eigenvalues in that space, and any function of the separate one
+    check_grads(lambda t: (lambda w: w[:2].sum() + w[2] ** 2)(L.eigh(sym(t))[0]), [a], order=1)
+    # and the gradient of the projector, by hand: a projector's derivative is P' = (I-P) dA P / gap + ...
+    p = q[:, :2] @ q[:, :2].T
+    g = lp.grad(lambda t: (L.eigh(t)[1][:, 2:] @ L.eigh(t)[1][:, 2:].T * p).sum())(a)
+    assert np.all(np.isfinite(g))
+
+
+def test_eigh_at_a_repeated_eigenvalue_refuses_what_has_no_gradient() -> None:
+    a, _ = _degenerate(9)
+    for f in (lambda t: L.eigh(t)[1][:, 0].sum(),  # one eigenvector: depends on the basis chosen
+              lambda t: L.eigh(t)[0][0],  # one of the two repeated eigenvalues
+              lambda t: (lambda w, v: ((v * np.exp(w)) @ v.T).sum())(*L.eigh(t))):  # needs divided differences
+        with pytest.raises(ValueError, match="repeated"):
+            lp.grad(f)(a)
+    with pytest.raises(ValueError, match="second derivative at repeated eigenvalues"):
+        lp.hessian(lambda t: L.eigh(t)[0].sum())(a)
+
+
+def test_svd_at_repeated_singular_values() -> None:
+    a, _ = _degenerate(10)
+    check_grads(lambda t: L.svd(t, full_matrices=False)[1].sum(), [a], order=1)
+    # s = 3, 1, 1: the pair's space, U[:, 1:] Vh[1:], has a gradient
+    check_grads(lambda t: (lambda u, s, vh: u[:, 1:] @ vh[1:])(*L.svd(t, full_matrices=False)), [a], order=1)
+    with pytest.raises(ValueError, match="repeated"):
+        lp.grad(lambda t: L.svd(t, full_matrices=False)[0][:, 1].sum())(a)
+
+
+def test_det_at_a_singular_matrix_raises_clearly() -> None:
+    with pytest.raises(np.linalg.LinAlgError, match="singular matrix"):
+        lp.grad(L.det)(np.ones((2, 2)))
+
+
+# ----- float32, errors, immutability ---------------------------------------------------------------
+def test_float32_stays_float32() -> None:
+    a = spd(11, (3, 3)).astype(np.float32)
+    for f in (L.inv, L.det, L.cholesky, lambda t: L.eigh(t)[0], lambda t: L.svd(t)[1], L.pinv, L.norm):
+        out = f(Tensor(a))
+        assert out.dtype == np.float32
+        g = lp.grad(lambda t, f=f: f(t).sum())(a)
+        assert g.dtype == np.float32 and np.all(np.isfinite(g))
+
+
+def test_errors_name_the_problem() -> None:
+    with pytest.raises(ValueError, match="at least 2 axes"):
+        L.inv(Tensor([1.0, 2.0]))
+    with pytest.raises(ValueError, match="square"):
+        L.det(Tensor(np.ones((2, 3))))
+    with pytest.raises(ValueError, match="full_matrices=False"):
+        np.linalg.svd(Tensor(np.ones((2, 3)), requires_grad=True))
+    with pytest.raises(ValueError, match="mode='reduced'"):
+        L.qr(Tensor(np.ones((2, 2))), mode="complete")
+    with pytest.raises(TypeError, match="complex"):
+        L.inv(np.eye(2) * 1j)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        L.matrix_power(Tensor(np.eye(2)), 1.5)
+    with pytest.raises(ValueError, match="ord"):
+        L.norm(Tensor(np.ones((2, 2))), ord="nuc", axis=0)
+    with pytest.raises(TypeError, match="np.linalg.eig is not differentiable"):
+        np.linalg.eig(Tensor(np.eye(2)))
+    with pytest.raises(TypeError, match="hermitian=True"):
+        np.linalg.pinv(Tensor(np.eye(2)), hermitian=True)
+
+
+def test_inputs_are_not_written_to() -> None:
+    a = spd(12, (3, 3))
+    before = a.copy()
+    for f in (L.inv, L.det, L.cholesky, lambda t: L.eigh(t)[1], lambda t: L.svd(t)[0], lambda t: L.qr(t)[0]):
+        lp.grad(lambda t, f=f: (f(t) ** 2).sum())(a)
+    assert np.array_equal(a, before)
+
+
+def test_eager_style() -> None:
+    a = Tensor(spd(13, (3, 3)), requires_grad=True)
+    np.linalg.slogdet(a)[1].backward()
+    assert np.allclose(a.grad._data, np.linalg.inv(a._data).T)
+
+
+# ----- the sample table the transform walks use --------------------------------------------------------
+MINE = ("inv det slogdet solve cholesky eigh svd qr pinv lstsq norm gammaln digamma polygamma "
+        "erfinv ndtr log_ndtr logit xlogy xlog1py betaln").split()
+
+
+def test_samples_cover_the_ops() -> None:
+    assert set(MINE) <= set(F.OPS)
+    assert {key.split("/")[0] for key in SAMPLES} == set(MINE)
+
+
+@pytest.mark.parametrize("key", sorted(SAMPLES))
+def test_each_sample_runs_and_differentiates(key: str) -> None:
+    name = key.split("/")[0]
+    args = SAMPLES[key](np.random.default_rng(1))
+    again = SAMPLES[key](np.random.default_rng(2))  # new values, the same shapes and parameters
+    diff = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    assert [np.shape(a) for a in args] == [np.shape(a) for a in again]
+    op = F.OPS[name]
+    ans, vjp = op(*args, need=tuple(i in diff for i in range(len(args)))) if name in F.TAKES_NEED else op(*args)
+    cts = vjp(np.ones_like(ans))
+    for i in diff:
+        assert np.shape(cts[i]) == np.shape(args[i]) and np.all(np.isfinite(cts[i]))
+
+    def f(*xs: Any) -> Any:
+        full = list(args)
+        for i, x in zip(diff, xs):
+            full[i] = x
+        return lp.apply(op, name, *full)
+
+    check_grads(f, [args[i] for i in diff], order=2)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=0, max_size=2), st.integers(1, 4), st.integers(1, 4),
+       st.integers(0, 2**31 - 1))
+def test_batched_shapes_values_and_gradients(batch: list[int], m: int, n: int, seed: int) -> None:
+    a = square(seed, (*batch, n, n))
+    r = np.random.default_rng(seed).standard_normal((*batch, m, n))
+    for name in ("inv", "det", "cholesky"):
+        arg = spd(seed, (*batch, n, n)) if name == "cholesky" else a
+        assert np.allclose(getattr(L, name)(arg)._data, getattr(np.linalg, name)(arg))
+    assert np.allclose(L.slogdet(a)[1]._data, np.linalg.slogdet(a)[1])
+    assert np.allclose(L.svd(r, full_matrices=False)[1]._data, np.linalg.svd(r, compute_uv=False))
+    assert np.allclose(L.pinv(r)._data, np.linalg.pinv(r))
+    check_grads(lambda t: L.slogdet(t)[1], [a], order=1)
+    check_grads(lambda t: L.inv(t), [a], order=1)
+    check_grads(lambda t: L.svd(t, compute_uv=False), [r], order=1)
+    check_grads(lambda t: L.eigh(sym(t))[0], [a], order=1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.data())
+def test_vector_norms_over_shapes_and_axes(shape: list[int], data: Any) -> None:
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    ord_ = data.draw(st.sampled_from([None, 1, 2, 3, np.inf, -np.inf]))
+    keepdims = data.draw(st.booleans())
+    x = np.random.default_rng(len(shape)).standard_normal(shape) + 0.1
+    want = np.linalg.norm(x, ord_, axis, keepdims)
+    got = L.norm(x, ord_, axis, keepdims)
+    assert got.shape == np.shape(want) and np.allclose(got._data, want)
+    check_grads(lambda t: L.norm(t, ord_, axis, keepdims), [x], order=2)
