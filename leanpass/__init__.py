@@ -99,6 +99,7 @@ del np
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint"}
 _LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
+_LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
 _LAZY.update({"to_dot": "graph", "draw_graph": "graph", "debug_nans": "debug"})  # the graph picture, NaN hunting
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
     from .checkpoint import load, save
     from .debug import debug_nans
     from .graph import draw_graph, to_dot
+    from .tracing import jit
 
 
 def __getattr__(name: str) -> Any:
@@ -122,4 +124,5 @@ def __getattr__(name: str) -> Any:
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
 __all__ += ["linalg", "special", "stats"]
+__all__ += ["jit"]
 __all__ += ["to_dot", "draw_graph", "debug_nans"]

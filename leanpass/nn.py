@@ -32,6 +32,7 @@ import numpy as np
 
 from . import ops
 from .data import _generator as _check_rng
+from .functional import _lift
 from .tensor import ArrayLike, Tensor, _linear
 from .tree import _CACHE, register_pytree, tree_flatten, tree_map
 
@@ -343,7 +344,7 @@ def _as_input(x: Any, dtype: Any) -> Any:
         return x if x._data.dtype == dtype else ops.astype(x, dtype)
     if type(x) is np.ndarray and x.dtype == dtype:  # the usual batch: no np.asarray call
         return x
-    arr = np.asarray(x)
+    arr = x if isinstance(x, _lift.RAW) else np.asarray(x)
     return arr if arr.dtype == dtype else arr.astype(dtype)
 
 
@@ -532,7 +533,8 @@ class Embedding(Module):
 
     def __call__(self, indices: ArrayLike) -> Tensor:
         """The rows of ``weight`` at integer ``indices`` (any shape): shape ``indices.shape + (dim,)``."""
-        idx = np.asarray(indices._data if type(indices) is Tensor else indices)
+        idx = indices._data if type(indices) is Tensor else indices
+        idx = idx if isinstance(idx, _lift.RAW) else np.asarray(idx)
         if idx.dtype.kind not in "iu":
             raise TypeError(f"Embedding: indices must be integers, got dtype {idx.dtype}; use labels.astype(int)")
         n = _leaf_shape(self.weight)[0]
@@ -614,7 +616,7 @@ def dropout(x: ArrayLike, rate: float, rng: np.random.Generator | None) -> Any:
             "to each call (it advances, so each call gets a fresh mask)."
         )
     gen = rng
-    data = x._data if type(x) is Tensor else np.asarray(x)
+    data = x._data if type(x) is Tensor else x if isinstance(x, _lift.RAW) else np.asarray(x)
     dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
     keep = (gen.random(np.shape(data)) >= rate).astype(dtype) * dtype.type(1.0 / (1.0 - rate))
     return x * keep

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
+from .functional import _lift
 from .tensor import ArrayLike, Tensor, _astype, _axis_not_dim, _binary, _linear, _shape_arg, _unary, _value, apply
 
 
@@ -494,7 +495,8 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
             [3., 4.]])
     """
     t = x if type(x) is Tensor else Tensor(_tensor(x))
-    idx = np.asarray(_value(indices))
+    idx = _value(indices)
+    idx = idx if isinstance(idx, _lift.RAW) else np.asarray(idx)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"take: indices must be integers, got dtype {idx.dtype}; use x[mask] for a boolean mask")
     if axis is None:

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .functional import _lift
 from .tensor import Tensor, _const
 from .tree import register_pytree, tree_flatten, tree_unflatten
 
@@ -64,7 +65,13 @@ def _raw(x: Any) -> Any:
     """The array inside a leaf: a Tensor's data, an array, or a Python number as an array."""
     if type(x) is Tensor:
         return x._data
-    return x if isinstance(x, np.ndarray) else np.asarray(x)
+    return x if isinstance(x, _lift.RAW) else np.asarray(x)
+
+
+def _float(v: Any) -> Any:
+    """``float(v)``; under ``lp.jit`` a traced number stays traced (it keeps the conversion)."""
+    to_float = getattr(v, "_lp_float", None)
+    return float(v) if to_float is None else to_float()
 
 
 def _flat_arrays(tree: Any) -> tuple[list[Any], Any]:
@@ -84,7 +91,7 @@ def _same(treedef: Any, other: Any, what: str, kind: str) -> None:
 
 def _lr_at(lr: LearningRate, step: int) -> float:
     """The learning rate as a Python float (a float, or a schedule called with the step count)."""
-    return float(lr(step)) if callable(lr) else float(lr)
+    return _float(lr(step)) if callable(lr) else float(lr)
 
 
 def _check_lr(lr: LearningRate, where: str) -> None:
@@ -261,7 +268,7 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
         c1 = 1.0 - b1**t
         c2 = 1.0 - b2**t
         step_size = lr / c1
-        root_c2 = math.sqrt(c2)
+        root_c2 = _float(np.sqrt(c2))  # (math.sqrt's bits; np.sqrt also takes a traced step count)
         ups = [m * -step_size / (np.sqrt(v) / root_c2 + eps) for m, v in zip(mu, nu)]
         if weight_decay:
             if params is None:
@@ -314,7 +321,15 @@ def global_norm(tree: Any) -> float:
     5.0
     """
     leaves, _ = tree_flatten(tree)
-    return math.sqrt(sum(float(np.vdot(a, a)) for a in (_raw(x) for x in leaves)))
+    return _float(_norm([_raw(x) for x in leaves]))
+
+
+def _norm(arrays: list[Any]) -> Any:
+    """The global L2 norm as a float64 NumPy scalar: each square sum in float64, added in order."""
+    total: Any = 0.0
+    for a in arrays:
+        total = total + np.vdot(a, a).astype(np.float64)
+    return np.sqrt(total)
 
 
 def clip_by_global_norm(max_norm: float) -> Optimizer:
@@ -336,11 +351,14 @@ def clip_by_global_norm(max_norm: float) -> Optimizer:
     def update(grads: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
         leaves, treedef = tree_flatten(grads)
         arrays = [_raw(x) for x in leaves]
-        norm = math.sqrt(sum(float(np.vdot(a, a)) for a in arrays))
+        norm = _norm(arrays)
+        if type(norm) is not np.float64:  # traced by lp.jit: no branch on the value (x * 1 is x)
+            scale = np.minimum(np.float64(1.0), np.float64(max_norm) / norm)
+            return tree_unflatten(treedef, [a * scale.astype(a.dtype) for a in arrays]), state
         if norm <= max_norm:
             return tree_unflatten(treedef, arrays), state
-        scale = max_norm / norm
-        return tree_unflatten(treedef, [a * a.dtype.type(scale) for a in arrays]), state
+        scale = np.float64(max_norm) / norm
+        return tree_unflatten(treedef, [a * scale.astype(a.dtype) for a in arrays]), state
 
     return Optimizer(init, update)
 
@@ -420,8 +438,9 @@ def cosine_decay(init_value: float, decay_steps: int, alpha: float = 0.0) -> Sch
     """
 
     def schedule(step: int) -> float:
-        frac = min(step, decay_steps) / decay_steps
-        return init_value * ((1 - alpha) * 0.5 * (1 + math.cos(math.pi * frac)) + alpha)
+        # (np.cos and np.minimum: math.cos's bits, and they take a step count traced by lp.jit)
+        frac = np.minimum(step, decay_steps) / decay_steps
+        return _float(init_value * ((1 - alpha) * 0.5 * (1 + np.cos(math.pi * frac)) + alpha))
 
     return schedule
 

@@ -337,6 +337,8 @@ class Tensor:
             yield self[i]
 
     def __repr__(self) -> str:
+        if getattr(self._data, "_lp_traced", False):  # inside lp.jit: no values to show (nor to read)
+            return f"Tensor({self._data!r})"
         body = np.array2string(np.asarray(self._data), separator=", ", prefix="Tensor(")
         extra = "" if self.dtype == np.float64 else f", dtype={self.dtype}"
         if self._trace:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .engine import _depth, _level, _real_cotangent, reverse_pass
+from .functional import _lift
 from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
 from .tree import tree_flatten, tree_map, tree_unflatten
@@ -31,7 +32,7 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
             _check_float(data, where)
             return _node(data, x._trace | bit, "identity", (x,), _pass_through)
     else:
-        data = x.view() if isinstance(x, np.ndarray) else np.asarray(x)
+        data = x.view() if isinstance(x, _lift.RAW) and _lift.is_array(x) else _lift.asarray(x)
     dtype = getattr(data, "dtype", None)
     if dtype is None or dtype.kind != "f":
         _check_float(data, where)  # raises
@@ -53,6 +54,12 @@ def _output(t: Any, ct: Any, like: Any, linked: bool) -> Any:
     if linked:
         return ct if type(ct) is Tensor else _const(ct)
     data = t._data
+    if not isinstance(ct, (np.ndarray, np.generic, float, int)):  # a stand-in of jit: no copies or flags
+        arr = ct if ct.dtype == data.dtype else ct.astype(data.dtype)
+        arr = arr if arr.shape == data.shape else np.broadcast_to(arr, data.shape)
+        if type(like) is Tensor:
+            return _const(arr)
+        return arr[()] if arr.ndim == 0 and not _lift.is_array(like) else arr
     arr = ct if type(ct) is np.ndarray and ct.dtype is data.dtype else np.asarray(ct, dtype=data.dtype)
     if arr.shape != data.shape:
         arr = np.broadcast_to(arr, data.shape)
@@ -61,7 +68,7 @@ def _output(t: Any, ct: Any, like: Any, linked: bool) -> Any:
     if arr.flags.writeable:
         arr = arr.copy() if arr.base is not None else arr
         arr.flags.writeable = False
-    return arr[()] if arr.ndim == 0 and not isinstance(like, np.ndarray) else arr
+    return arr[()] if arr.ndim == 0 and not _lift.is_array(like) else arr
 
 
 def _detach_tree(tree: Any) -> Any:
@@ -184,7 +191,7 @@ def value_and_grad(
                     f"{type(out).__name__}."
                 )
             out = _const(np.asarray(out))
-        data = out._data if type(out._data) is np.ndarray else np.asarray(out._data)
+        data = out._data if isinstance(out._data, _lift.RAW) else np.asarray(out._data)
         if data.dtype.kind != "f":
             what = " (a comparison or a test such as np.allclose has no gradient)" if data.dtype.kind == "b" else ""
             raise TypeError(
@@ -257,7 +264,13 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
         seeds = []
         for o, c in zip(out_leaves, ct_leaves):
             # A copy (a Tensor is immutable already): a gradient may be this very array.
-            c_arr = c if type(c) is Tensor else np.array(_real_cotangent(c, "vjp_fn"), dtype=np.result_type(o))
+            c_arr: Any
+            if type(c) is Tensor:
+                c_arr = c
+            elif isinstance(c, _lift.RAW) and type(c) is not np.ndarray:  # a stand-in of jit
+                c_arr = c.astype(o.dtype if type(o) is Tensor else np.result_type(o))
+            else:
+                c_arr = np.array(_real_cotangent(c, "vjp_fn"), dtype=np.result_type(o))
             if np.shape(c_arr) != np.shape(o):
                 raise ValueError(
                     f"vjp_fn: cotangent shape {np.shape(c_arr)} does not match the output "

@@ -327,3 +327,47 @@ def test_copying_a_computed_tensor_would_drop_its_history_and_raises() -> None:
             dup(w * 2.0)
         with pytest.raises(TypeError, match="copy"):
             lp.grad(lambda t, dup=dup: dup(t).sum())(X)
+
+
+EDGES = np.array([-np.inf, -1e4, -1.0, -0.5, 0.0, 0.5, 1.0, 1e4, np.inf])
+
+
+def _elementwise_ops() -> list[str]:
+    from leanpass.functional.elementwise import ELEMENTWISE
+
+    return sorted(ELEMENTWISE) + ["sigmoid", "tanh", "softplus", "gelu", "exp", "log", "sqrt", "abs", "relu",
+                                  "sin", "cos", "square", "logaddexp", "maximum", "minimum", "*", "/", "**"]
+
+
+@pytest.mark.parametrize("name", _elementwise_ops())
+def test_no_nan_gradient_where_the_value_is_a_number(name: str) -> None:
+    """At +-inf and the edges of each domain: where an op's value is not nan, neither are its
+    first and second derivatives (the ``inf - inf`` and ``0 * inf`` traps)."""
+    import warnings
+
+    from leanpass import functional as F
+
+    op = F.OPS[name]
+    two = op.__code__.co_argcount - ("need" in op.__code__.co_varnames[:op.__code__.co_argcount]) >= 2
+    xs, ys = (np.repeat(EDGES, len(EDGES)), np.tile(EDGES, len(EDGES))) if two else (EDGES, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # values outside a domain are nan, and may warn
+        args = (xs, ys) if two else (xs,)
+        value = np.asarray(getattr(op(*args)[0], "data", op(*args)[0]))
+
+        def first(*a: Any) -> Any:
+            return lp.grad(lambda *t: lp.apply(op, name, *t).sum(), argnums=tuple(range(len(a))))(*a)
+
+        def second(*a: Any) -> Any:
+            return lp.grad(lambda *t: sum(g.sum() for g in lp.grad(
+                lambda *u: lp.apply(op, name, *u).sum(), argnums=tuple(range(len(a))))(*t)),
+                argnums=tuple(range(len(a))))(*a)
+
+        slopes = first(*args)
+        for g in slopes:
+            bad = ~np.isnan(value) & np.isnan(g)
+            assert not bad.any(), f"{name}: nan gradient at {[a[bad] for a in args]}"
+        smooth = ~np.isnan(value) & np.all([np.isfinite(g) for g in slopes], axis=0)  # (a finite first slope)
+        for g in second(*args):
+            bad = smooth & np.isnan(g)
+            assert not bad.any(), f"{name}: nan second derivative at {[a[bad] for a in args]}"

@@ -12,6 +12,28 @@ from typing import Any
 import numpy as np
 
 apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, set on import
+# The raw array types: ndarray, and the stand-ins that jit (and vmap) put inside Tensors, which add
+# themselves here when they load. Code that takes "an array, else convert" tests against this.
+RAW: Any = (np.ndarray,)  # (Any: a narrowing tuple of types would hide the stand-ins from mypy)
+
+
+def is_array(x: Any) -> bool:
+    """True for an ndarray, or a stand-in (of jit) for one; False for numbers and NumPy scalars.
+
+    >>> is_array(np.zeros(1)), is_array(np.float64(1.0))
+    (True, False)
+    """
+    return isinstance(x, np.ndarray) or getattr(x, "_lp_array", False)
+
+
+def asarray(x: Any) -> Any:
+    """``np.asarray(x)`` of a number or a NumPy scalar, kept traced for a stand-in of jit.
+
+    >>> asarray(2.0)
+    array(2.)
+    """
+    convert = getattr(type(x), "_lp_asarray", None)
+    return np.asarray(x) if convert is None else convert(x)
 
 
 def constant(x: Any) -> Any:
@@ -36,7 +58,7 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
     """
     from .shapes import unindex as op
 
-    if isinstance(g, (np.ndarray, np.generic)) or apply is None:
+    if isinstance(g, RAW) or isinstance(g, np.generic) or apply is None:
         return op(g, index, shape)[0]
     return apply(op, "unindex", g, index, shape)
 

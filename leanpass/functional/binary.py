@@ -176,10 +176,23 @@ def power(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 
 def _power_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
+    # Points where the value is flat at 0 although a factor of a slope is infinite (x**+-inf,
+    # inf**y for y < 0): the slopes are 0 there, their limit. They are computed from safe
+    # stand-in values (1) at those points and then set to 0, so that no order sees 0 * inf.
+    # A positive finite Python exponent (x ** 2) has none.
+    flat: Any = False
+    x0, y0 = x, y  # (the shapes the cotangents are summed back to)
+    if not (type(y) in NUMBER and 0 < y < math.inf):
+        flat = (ans == 0) & (np.isinf(x) | np.isinf(y))
+        if not np.any(flat):
+            flat = False
+    if flat is not False:
+        x = np.where(flat, 1, x)
+        y = np.where(flat, 1, y)
     gx = gy = None
     if need[0]:
         if type(y) in NUMBER and y == 0:  # x**0 of a constant 0: no x**-1 (inf at 0) anywhere
-            gx = unbroadcast(g * 0, x)
+            gx = unbroadcast(g * 0, x0)
         else:
             # Where y == 0 and x == 0, 0**-1 is inf and y * inf is nan: take the base as 1 there
             # (the slope y * 1 is then 0, as it should be). Elsewhere y * x**(y-1) is exact,
@@ -187,13 +200,16 @@ def _power_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
             zero = (y == 0) & (x == 0)
             base = np.where(zero, 1, x) if np.any(zero) else x
             with np.errstate(divide="ignore", invalid="ignore"):
-                gx = unbroadcast(g * (y * base ** (y - 1)), x)
+                slope = y * base ** (y - 1)
+            gx = unbroadcast(g * (slope if flat is False else np.where(flat, 0, slope)), x0)
     if need[1]:
+        # 0 where x <= 0 (no real log), computed from log(1) there
         if isinstance(x, (int, float)):  # a Python number stays weakly typed (float32 stays float32)
-            log_x: Any = math.log(x) if x > 0 else 0.0
+            slope_y: Any = ans * math.log(x) if x > 0 else np.zeros_like(ans)
         else:
-            log_x = np.log(np.where(x > 0, x, 1))
-        gy = unbroadcast(g * ans * log_x, y)
+            positive = x > 0
+            slope_y = np.where(positive, np.where(positive, ans, 0) * np.log(np.where(positive, x, 1)), 0)
+        gy = unbroadcast(g * (slope_y if flat is False else np.where(flat, 0, slope_y)), y0)
     return gx, gy
 
 
@@ -307,8 +323,8 @@ def minimum(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 def _select_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
     """Rule of maximum and minimum: weight 1 for the chosen input, 1/2 each on a tie."""
-    wx = np.asarray(x == ans, dtype=g.dtype)
-    wy = np.asarray(y == ans, dtype=g.dtype)
+    wx = (x == ans).astype(g.dtype)  # (ans is a NumPy value, so the comparison is one too)
+    wy = (y == ans).astype(g.dtype)
     total = wx + wy
     return (
         unbroadcast(g * (wx / total), x) if need[0] else None,

@@ -50,9 +50,39 @@ def _chosen(a: Any, b: Any, ans: Any) -> Any:
     return mine / np.maximum(mine + theirs, 1.0)
 
 
-def _split(x: Any, ans: Any) -> Any:
-    """logaddexp2's derivative ``2 ** (x - ans)``; 1/2 each where both inputs are -inf (as logaddexp)."""
-    return np.where(ans == -np.inf, 0.5, np.exp2(x - ans))
+def _split(x: Any, y: Any) -> Any:
+    """logaddexp2's derivative in ``x``, ``2**x / (2**x + 2**y)``, as the stable sigmoid of
+    ``(x - y) ln 2``: 1 and 0 where one input is +inf (``2 ** (x - ans)`` would be ``inf - inf``),
+    1/2 each where both are the same infinity (as logaddexp)."""
+    tie = (x == y) & np.isinf(x)
+    return np.exp(-np.logaddexp(0, (np.where(tie, 0, y) - np.where(tie, 0, x)) * _LN2))
+
+
+def _hypot_slope(x: Any, y: Any, ans: Any) -> Any:
+    """hypot's derivative in ``x``, ``x / ans``; at infinity its limits: ``sign(x)`` where only
+    ``x`` is infinite, 0 where ``x`` is finite, ``sign(x) / sqrt(2)`` where both are."""
+    inf = np.isinf(ans)
+    limit = np.where(np.isinf(x), np.sign(x) * np.where(np.isinf(y), math.sqrt(0.5), 1.0), 0.0).astype(ans.dtype)
+    return np.where(inf, limit, x / _safe(np.where(inf, 1.0, ans)))
+
+
+def _arctan2_slope(num: Any, x: Any, y: Any) -> Any:
+    """``num / (x**2 + y**2)``, arctan2's derivative (``num`` is y for x, -x for y): 0 where an
+    input is infinite (its limit; the quotient would be ``inf / inf``)."""
+    big = np.isinf(x) | np.isinf(y)
+    return np.where(big, 0.0, _tame(num) / _safe(_tame(x) ** 2 + _tame(y) ** 2))
+
+
+def _tame(v: Any) -> Any:
+    """``v`` clipped to +-1e150 (+-1e18 in float32), so that ``v * v`` stays finite.
+
+    For derivatives that square their input: at +-inf the derivative is then its limit up to
+    rounding (``1 / (1 + v * v)`` is 1e-300 or 0), and the next order sees ``0 * 1e150``
+    instead of ``0 * inf`` (nan). Finite inputs up to the bound are untouched.
+    """
+    dtype = getattr(v, "dtype", None)
+    bound = 1e18 if dtype is not None and dtype == np.float32 else 1e150
+    return np.clip(v, -bound, bound)
 
 
 def _safe(x: Any) -> Any:
@@ -130,20 +160,20 @@ ELEMENTWISE: dict[str, tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]
     "tan": (np.tan, (lambda x, ans: 1 + ans * ans,)),
     "arcsin": (np.arcsin, (lambda x, ans: 1 / np.sqrt(1 - x * x),)),
     "arccos": (np.arccos, (lambda x, ans: -1 / np.sqrt(1 - x * x),)),
-    "arctan": (np.arctan, (lambda x, ans: 1 / (1 + x * x),)),
+    "arctan": (np.arctan, (lambda x, ans: 1 / (1 + _tame(x) ** 2),)),
     "sinh": (np.sinh, (lambda x, ans: np.cosh(x),)),
     "cosh": (np.cosh, (lambda x, ans: np.sinh(x),)),
-    "arcsinh": (np.arcsinh, (lambda x, ans: 1 / np.sqrt(x * x + 1),)),
-    "arccosh": (np.arccosh, (lambda x, ans: 1 / np.sqrt(x * x - 1),)),
+    "arcsinh": (np.arcsinh, (lambda x, ans: 1 / np.sqrt(_tame(x) ** 2 + 1),)),
+    "arccosh": (np.arccosh, (lambda x, ans: 1 / np.sqrt(_tame(x) ** 2 - 1),)),
     "arctanh": (np.arctanh, (lambda x, ans: 1 / (1 - x * x),)),
-    "cbrt": (np.cbrt, (lambda x, ans: 1 / (3 * ans * ans),)),
+    "cbrt": (np.cbrt, (lambda x, ans: 1 / (3 * _tame(ans) ** 2),)),
     "fabs": (np.fabs, (lambda x, ans: np.sign(x),)),
     "reciprocal": (np.reciprocal, (lambda x, ans: -ans * ans,)),
     "sinc": (np.sinc, (_sinc_derivative,)),
     "deg2rad": (np.deg2rad, (lambda x, ans: _PI / 180,)),
     "rad2deg": (np.rad2deg, (lambda x, ans: 180 / _PI,)),
-    "erf": (_erf, (lambda x, ans: _TWO_OVER_SQRT_PI * np.exp(-x * x),)),
-    "erfc": (_erfc, (lambda x, ans: -_TWO_OVER_SQRT_PI * np.exp(-x * x),)),
+    "erf": (_erf, (lambda x, ans: _TWO_OVER_SQRT_PI * np.exp(-(_tame(x) ** 2)),)),
+    "erfc": (_erfc, (lambda x, ans: -_TWO_OVER_SQRT_PI * np.exp(-(_tame(x) ** 2)),)),
     "nan_to_num": (np.nan_to_num, (lambda x, ans: np.isfinite(x).astype(ans.dtype),)),
     "floor": (np.floor, (_zero,)),
     "ceil": (np.ceil, (_zero,)),
@@ -152,9 +182,9 @@ ELEMENTWISE: dict[str, tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]
     "round": (np.round, (_zero,)),
     "sign": (np.sign, (_zero,)),
     # two inputs: (dx(x, y, ans), dy(x, y, ans))
-    "arctan2": (np.arctan2, (lambda x, y, ans: y / _safe(x * x + y * y), lambda x, y, ans: -x / _safe(x * x + y * y))),
-    "hypot": (np.hypot, (lambda x, y, ans: x / _safe(ans), lambda x, y, ans: y / _safe(ans))),
-    "logaddexp2": (np.logaddexp2, (lambda x, y, ans: _split(x, ans), lambda x, y, ans: _split(y, ans))),
+    "arctan2": (np.arctan2, (lambda x, y, ans: _arctan2_slope(y, x, y), lambda x, y, ans: _arctan2_slope(-x, x, y))),
+    "hypot": (np.hypot, (lambda x, y, ans: _hypot_slope(x, y, ans), lambda x, y, ans: _hypot_slope(y, x, ans))),
+    "logaddexp2": (np.logaddexp2, (lambda x, y, ans: _split(x, y), lambda x, y, ans: _split(y, x))),
     "fmax": (np.fmax, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
     "fmin": (np.fmin, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
     "remainder": (np.remainder, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.floor(x / _safe(y)))),

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _lift
 from .reductions import _shifted
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -34,7 +35,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
     """
     n = x.shape[0]
     rows = np.arange(n)
-    fast = isinstance(x, np.ndarray)  # raw arrays (first order); a Tensor means a replayed, recorded pass
+    fast = isinstance(x, _lift.RAW)  # raw arrays (first order); a Tensor means a replayed, recorded pass
     if fast:
         # Subtract each row's maximum (a constant) before exp; with the ufuncs themselves
         # (ndarray.max and .sum are Python wrappers). s >= 1 (the maximum's own exp(0)), so
@@ -45,7 +46,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         try:
             shifted = x - np.maximum.reduce(x, axis=-1, keepdims=True)
             e = np.exp(shifted)
-            s = np.add.reduce(e, axis=-1, keepdims=True)
+            s: Any = np.add.reduce(e, axis=-1, keepdims=True)
             lse = np.log(s)
             ans = _reduce(lse.reshape(n) - shifted[rows, labels], reduction, n, fast)
             check = ans if reduction != "none" else np.add.reduce(ans)
@@ -59,7 +60,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         with np.errstate(divide="ignore", invalid="ignore"):  # a row of all -inf: nan, as log_softmax
             lse = np.log(s)
             ans = _reduce(lse.reshape(n) - shifted[rows, labels], reduction, n, fast)
-        if isinstance(x, np.ndarray):
+        if isinstance(x, _lift.RAW):
             with np.errstate(invalid="ignore"):  # 0 / 0 in a row of all -inf: nan, without a warning
                 e = e / s
             s = np.ones((), e.dtype)
@@ -67,7 +68,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
 
     def vjp(g: Any) -> tuple[Any, None, None]:
         p = e / s  # softmax(x), from the forward's pieces
-        if fast and isinstance(g, np.ndarray):  # the same formula, in place on the fresh p
+        if fast and isinstance(g, _lift.RAW):  # the same formula, in place on the fresh p
             p[rows, labels] -= 1
             if reduction == "mean":
                 p *= g / n

@@ -114,7 +114,7 @@ def _extreme(reduce: Any, x: Any, axis: Axis, keepdims: bool) -> tuple[Any, Any]
     ans = reduce(x, axis=axis, keepdims=keepdims)
 
     def vjp(g: Any) -> tuple[Any]:
-        hit = np.asarray(x == _restore(ans, shape, axis, keepdims), dtype=g.dtype)
+        hit = (x == _restore(ans, shape, axis, keepdims)).astype(g.dtype)
         ties = np.sum(hit, axis=axis, keepdims=True)
         return (_restore(g, shape, axis, keepdims) * (hit / ties),)
 

@@ -108,7 +108,8 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     """
     if _lift.is_tensor(g):  # replayed by a differentiable backward pass: record the scatter as one op
         return _lift.unindex(g, index, shape), lambda h: (h[index], None, None)
-    out = np.zeros(shape, dtype=g.dtype if hasattr(g, "dtype") else np.asarray(g).dtype)
+    # (zeros_like dispatches, so under jit the zeros and the writes into them are traced too)
+    out = np.zeros(shape, dtype=g.dtype) if type(g) is np.ndarray else np.zeros_like(g, shape=shape)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter
     else:

@@ -271,4 +271,4 @@ def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
 
 
 def _clip_vjp(x: Any, ans: Any, g: Any) -> tuple[Any]:
-    return (unbroadcast(g * np.asarray(ans == x, dtype=g.dtype), x),)
+    return (unbroadcast(g * (ans == x).astype(g.dtype), x),)
