@@ -75,7 +75,7 @@ from .ops_contract import __all__ as _contract_all
 from .ops_math import *  # noqa: F403 - NumPy's math (log1p, arctan2, erf, prod, cumsum, sort, median, ...)
 from .ops_math import __all__ as _math_all
 from .tensor import ConversionError, Tensor, apply, no_grad, stop_gradient
-from .transforms import grad, hessian, hvp, jacobian, value_and_grad, vjp
+from .transforms import grad, value_and_grad, vjp
 from .tree import register_pytree, tree_flatten, tree_map, tree_unflatten
 
 __version__ = "0.1.0"
@@ -92,21 +92,29 @@ __all__ = [
     "tanh", "transpose", "var", "where",
 ]
 __all__ += [*_math_all, *_contract_all, *_arrays_all]
+__all__ += ["jvp", "jacfwd", "jacrev"]
 del np
 
 # The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
-         "save": "checkpoint", "load": "checkpoint"}
+         "save": "checkpoint", "load": "checkpoint",
+         "vmap": "batching"}
 _LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
 _LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
+# Forward mode and whole Jacobians load on first use too.
+_LAZY.update({"jvp": "forward", "jacfwd": "jacobians", "jacrev": "jacobians", "jacobian": "jacobians",
+              "hessian": "jacobians", "hvp": "jacobians"})
 _LAZY.update({"to_dot": "graph", "draw_graph": "graph", "debug_nans": "debug"})  # the graph picture, NaN hunting
 
 if TYPE_CHECKING:
     from . import data, datasets, linalg, losses, nn, optim, special, stats
+    from .batching import vmap
     from .checkpoint import load, save
     from .debug import debug_nans
+    from .forward import jvp
     from .graph import draw_graph, to_dot
+    from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
     from .tracing import jit
 
 
@@ -123,6 +131,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
+__all__ += ["vmap"]
 __all__ += ["linalg", "special", "stats"]
 __all__ += ["jit"]
 __all__ += ["to_dot", "draw_graph", "debug_nans"]

@@ -27,6 +27,9 @@ from . import tensor as _tensor
 from .functional.unary import _pass_through
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled
 
+# leanpass.batching.settle once vmap has been imported: it sums a per-example cotangent over the
+# examples where it reaches an input that the examples share (see leanpass.batching).
+_batching: Any = None
 # How many transformed functions (or recorded pull-backs) enclose the current code: inside
 # one, a transform's results must stay differentiable for the outer one (a recorded pass).
 _depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
@@ -77,6 +80,8 @@ def reverse_pass(
             if not heap and type(p) is Tensor and p._vjp is not None:
                 c = cts[0]
                 if c is not None and p._trace & mask:
+                    if _batching is not None and type(c) is not np.ndarray:
+                        c = _batching(c, p, mask)
                     node = p
                     g = c
                     continue
@@ -87,6 +92,8 @@ def reverse_pass(
         for p, c in zip(parents, cts):
             if c is None or type(p) is not Tensor or not p._trace & mask:
                 continue  # a constant, or an input this pass does not differentiate
+            if _batching is not None and type(c) is not np.ndarray:  # (vmap is in use: per-example
+                c = _batching(c, p, mask)  # cotangents, or a recorded pass's Tensors, meet shared inputs)
             if p._vjp is None:  # a leaf (a parameter): no VJP to wait for, so no heap either
                 ps = p._seq
                 hit = leaves.get(ps)

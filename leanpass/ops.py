@@ -262,7 +262,9 @@ def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     >>> where(x > 0, sqrt(x), 0.0)
     Tensor([0., 2.])
     """
-    return apply(F.where, "where", np.asarray(_value(cond), dtype=bool), _tensor(x), _tensor(y))
+    c = _value(cond)
+    c = c if isinstance(c, _lift.RAW) else np.asarray(c)
+    return apply(F.where, "where", c if c.dtype == bool else c.astype(bool), _tensor(x), _tensor(y))
 
 
 # ----- reductions and the softmax family ------------------------------------------------------------

@@ -7,9 +7,7 @@ import threading
 
 import numpy as np
 import op_samples
-import op_samples_linalg_special
 import pytest
-import samples_core
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
@@ -21,8 +19,8 @@ from leanpass.tracing import ConcretizationError
 
 # Every op's sample inputs, from the tables beside the tests: ``SAMPLES[key](rng)`` gives the op's
 # arguments, where the op is ``key`` up to a ``/`` (``"getitem/mask"``).
-SAMPLES = {**samples_core.SAMPLES, **op_samples.SAMPLES, **op_samples_linalg_special.SAMPLES}
-op_of = samples_core.op_of
+SAMPLES = op_samples.every_sample()
+op_of = op_samples.op_of
 
 
 def same(a, b) -> bool:

@@ -79,6 +79,7 @@ def test_jacobian_edge_cases() -> None:
     np.testing.assert_array_equal(pair[1], 2 * np.eye(2))
     with pytest.raises(TypeError, match="jacobian: f must return arrays"):
         lp.jacobian(lambda t: "no")(x)
+    np.testing.assert_array_equal(lp.hessian(lambda t: (t ** 2).sum())(np.array([1.0, 2.0])), 2 * np.eye(2))
     with pytest.raises(TypeError, match="floating-point"):
         lp.jacobian(lambda t: t * 2)(np.array([1, 2]))
 
@@ -133,9 +134,12 @@ def test_hessian_matches_finite_differences_of_the_gradient(name: str, n: int, s
                                atol=1e-8)
 
 
-def test_hessian_of_a_non_scalar_function_is_a_clear_error() -> None:
-    with pytest.raises(TypeError, match="scalar output"):
-        lp.hessian(lambda t: t * t)(np.ones(2))
+def test_hessian_of_a_vector_function_is_each_output_s_hessian() -> None:
+    # as in JAX: shape out.shape + x.shape + x.shape; for t * t, H[i, j, k] = 2 if i == j == k
+    h = lp.hessian(lambda t: t * t)(np.ones(2))
+    want = np.zeros((2, 2, 2))
+    want[0, 0, 0] = want[1, 1, 1] = 2.0
+    np.testing.assert_array_equal(h, want)
 
 
 # ----- Hessian-vector products -------------------------------------------------------------------------------

@@ -20,8 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import binary as _binary
 from . import elementwise as _elementwise
+from . import losses as _losses
+from . import reductions as _reductions
+from . import shapes as _shapes
+from . import unary as _unary
 from ._broadcast import unbroadcast as unbroadcast
+from ._tangent import from_derivatives, of_first
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .linalg import cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd
 from .losses import cross_entropy
@@ -96,10 +102,21 @@ from .scans import cumprod, cumsum, prod  # noqa: E402
 
 OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
 
+# Forward-mode rules, each beside its op's VJP: op name -> ``rule(tangents, ans, *inputs)`` (see
+# ``_tangent.py``). An op without one gets its rule from its VJP, transposed (leanpass/forward.py).
+# The ops of the ELEMENTWISE table get theirs from its derivatives (``t * d(x, ans)``); ``**``,
+# prod and cumprod none: their VJPs (the limits of ``x ** y`` at 0 and inf; exact at zeros) are
+# transposed.
+JVPS: dict[str, Callable[..., Any]] = {
+    **_binary.JVPS, **_unary.JVPS, **_reductions.JVPS, **_shapes.JVPS, **_losses.JVPS,
+    **{name: from_derivatives(ds, name in _elementwise._QUIET) for name, (_, ds) in _elementwise.ELEMENTWISE.items()},
+    "cumsum": of_first(cumsum),
+}
+
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
 TAKES_NEED = TAKES_NEED | _elementwise.BINARY
 TAKES_NEED |= {"solve"}
 
-__all__ = sorted(["OPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast",
+__all__ = sorted(["OPS", "JVPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast",
                   *(f.__name__ for f in OPS.values())])

@@ -35,6 +35,22 @@ def asarray(x: Any) -> Any:
     convert = getattr(type(x), "_lp_asarray", None)
     return np.asarray(x) if convert is None else convert(x)
 
+# leanpass.batching's hook, set once vmap is imported: ``spread_target(index, x, copy)`` is ``x``
+# made batched over the vmap levels of a batched ``index`` (a plain array can neither be indexed
+# by nor receive per-example values); a writable copy with ``copy``.
+spread_target: Callable[[Any, Any, bool], Any] | None = None
+
+
+def index(x: Any, index: Any) -> Any:
+    """``x[index]``, also when vmap batches the index of an array shared by the examples.
+
+    >>> index(np.arange(3.0), [2, 0])
+    array([2., 0.])
+    """
+    if spread_target is not None:
+        x = spread_target(index, x, False)
+    return x[index]
+
 
 def constant(x: Any) -> Any:
     """The values of ``x`` as a constant: a Tensor's own array (no graph), anything else as it is.

@@ -5,6 +5,10 @@ Every op takes raw arrays (or Python numbers) and returns ``(ans, vjp)``; ``vjp(
 cotangent per input, ``None`` where ``need`` says that input's gradient is not wanted. The Tensor
 layer passes ``need`` so that, for example, a batch of data never costs a gradient.
 
+Below each VJP is the op's forward-mode rule ``_<op>_jvp(tangents, ans, x, y)`` (see
+``_tangent.py``), registered in ``JVPS`` at the end; ``**`` has none (its VJP, with the limits at
+0 and inf, is transposed: ``leanpass.forward.transposed_vjp``).
+
 Each rule sits right under its op as ``_<op>_vjp(saved..., g)``, and the op returns it bound to
 what it saved: ``MethodType(rule, saved)`` when that is one value (the rule becomes a method of
 it: one 64-byte object per graph node), else ``functools.partial(rule, saved...)`` (a partial
@@ -16,6 +20,7 @@ code runs on Tensors when a differentiable (higher-order) backward pass replays 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 from types import MethodType
 from typing import Any
@@ -23,6 +28,9 @@ from typing import Any
 import numpy as np
 
 from ._broadcast import unbroadcast
+from ._tangent import total
+
+Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
 
 BOTH = (True, True)
 _add_reduce = np.add.reduce
@@ -58,6 +66,10 @@ def _add_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     return (unbroadcast(g, x) if need[0] else None, unbroadcast(g, y) if need[1] else None)
 
 
+def _add_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    return total(ts[0], ts[1])
+
+
 def sub(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x - y``. The cotangent passes unchanged to ``x`` and negated to ``y``.
 
@@ -72,6 +84,11 @@ def sub(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 def _sub_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     return (unbroadcast(g, x) if need[0] else None, unbroadcast(-g, y) if need[1] else None)
+
+
+def _sub_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    return tx if ty is None else -ty if tx is None else tx - ty
 
 
 # A Python float times a float array: NumPy applies it as a 0-d value of the array's dtype,
@@ -127,6 +144,11 @@ def _scale_second(c: Any, g: Any) -> tuple[None, Any]:
     return None, g * c
 
 
+def _mul_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    return total(None if tx is None else tx * y, None if ty is None else x * ty)
+
+
 def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x / y``. Cotangents ``g / y`` and ``-g * x / y**2``.
 
@@ -156,6 +178,11 @@ def _div_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
         unbroadcast(gx, x) if need[0] else None,
         unbroadcast(-gx * ans, y) if need[1] else None,
     )
+
+
+def _div_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    return total(None if tx is None else tx / y, None if ty is None else -(ty / y) * ans)  # (as the VJP)
 
 
 def power(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
@@ -249,6 +276,11 @@ def _matmul_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     return gx, gy
 
 
+def _matmul_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    return total(None if tx is None else tx @ y, None if ty is None else x @ ty)
+
+
 def linear(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool] = (True, True, True)) -> tuple[Any, Any]:
     """``x @ w + b`` as one op: a dense layer (``w`` is ``(in, out)``, ``b`` broadcasts to the result).
 
@@ -267,7 +299,7 @@ def linear(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool] = (True, True, 
     if type(out) is np.ndarray and type(b) is np.ndarray and b.dtype is out.dtype and b.shape == out.shape[-1:]:
         out += b  # (the usual bias: a row of the product's dtype) into the product, which is ours
     else:
-        shape = np.shape(out)
+        shape = out.shape  # (an array, a NumPy scalar or vmap's stand-in: each has .shape)
         out = out + b
         if np.shape(out) != shape:  # g must keep the product's shape for matmul's rule
             raise ValueError(
@@ -284,6 +316,11 @@ def _linear_vjp(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool], g: Any) -
     if type(g) is np.ndarray and g.ndim == 2 and type(b) is np.ndarray and b.shape == g.shape[1:]:
         return gx, gw, _add_reduce(g, 0)  # (g.sum(axis=0) without ndarray.sum's Python wrapper)
     return gx, gw, unbroadcast(g, b)
+
+
+def _linear_jvp(ts: Tangents, ans: Any, x: Any, w: Any, b: Any) -> Any:
+    tx, tw, tb = ts
+    return total(None if tx is None else tx @ w, None if tw is None else x @ tw, tb)
 
 
 def _matmul_message(xs: tuple[int, ...], ys: tuple[int, ...]) -> str:
@@ -323,13 +360,26 @@ def minimum(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 def _select_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
     """Rule of maximum and minimum: weight 1 for the chosen input, 1/2 each on a tie."""
-    wx = (x == ans).astype(g.dtype)  # (ans is a NumPy value, so the comparison is one too)
-    wy = (y == ans).astype(g.dtype)
-    total = wx + wy
+    wx, wy = _select_weights(x, y, ans, g.dtype)
     return (
-        unbroadcast(g * (wx / total), x) if need[0] else None,
-        unbroadcast(g * (wy / total), y) if need[1] else None,
+        unbroadcast(g * wx, x) if need[0] else None,
+        unbroadcast(g * wy, y) if need[1] else None,
     )
+
+
+def _select_weights(x: Any, y: Any, ans: Any, dtype: Any) -> tuple[Any, Any]:
+    """maximum's and minimum's derivatives: 1 for the chosen input, 1/2 each on a tie."""
+    wx = (x == ans).astype(dtype)  # (a comparison of Tensors is a NumPy value)
+    wy = (y == ans).astype(dtype)
+    both = wx + wy
+    return wx / both, wy / both
+
+
+def _select_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    """Forward-mode rule of maximum and minimum."""
+    tx, ty = ts
+    wx, wy = _select_weights(x, y, ans, (ty if tx is None else tx).dtype)
+    return total(None if tx is None else tx * wx, None if ty is None else ty * wy)
 
 
 def logaddexp(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
@@ -344,17 +394,33 @@ def logaddexp(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
 
 
 def _logaddexp_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
-    # The weights are sigmoid(x - y) and sigmoid(y - x), in the stable form exp(-logaddexp(0, .)):
-    # exp(x - ans) would be exp(inf - inf) = nan where an input is +inf. Where both inputs are
-    # the same infinity, x - y is nan: the cotangent is split evenly there.
+    wx, wy = _logaddexp_weights(x, y, ans)
+    return (
+        unbroadcast(g * wx, x) if need[0] else None,
+        unbroadcast(g * wy, y) if need[1] else None,
+    )
+
+
+def _logaddexp_weights(x: Any, y: Any, ans: Any) -> tuple[Any, Any]:
+    """d ans / dx and d ans / dy: sigmoid(x - y) and sigmoid(y - x), in the stable form
+    exp(-logaddexp(0, .)): exp(x - ans) would be exp(inf - inf) = nan where an input is +inf.
+    Where both inputs are the same infinity, x - y is nan: the weight is split evenly there."""
     with np.errstate(invalid="ignore"):
         d = x - y
         tie = np.isnan(d) & ~(np.isnan(x) | np.isnan(y))
         if np.any(tie):
             d = np.where(tie, 0, d)
-        wx = np.exp(-np.logaddexp(0, -d))
-        wy = np.exp(-np.logaddexp(0, d))
-    return (
-        unbroadcast(g * wx, x) if need[0] else None,
-        unbroadcast(g * wy, y) if need[1] else None,
-    )
+        return np.exp(-np.logaddexp(0, -d)), np.exp(-np.logaddexp(0, d))
+
+
+def _logaddexp_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    tx, ty = ts
+    wx, wy = _logaddexp_weights(x, y, ans)
+    return total(None if tx is None else tx * wx, None if ty is None else ty * wy)
+
+
+# Forward-mode rules by op name (functional.JVPS gathers them from every module).
+JVPS: dict[str, Callable[..., Any]] = {
+    "+": _add_jvp, "-": _sub_jvp, "*": _mul_jvp, "/": _div_jvp, "@": _matmul_jvp,
+    "linear": _linear_jvp, "maximum": _select_jvp, "minimum": _select_jvp, "logaddexp": _logaddexp_jvp,
+}

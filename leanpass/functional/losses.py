@@ -8,12 +8,13 @@ functions and operators only, so a differentiable backward pass can replay it on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import _lift
-from .reductions import _shifted
+from .reductions import _shifted, softmax
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -77,8 +78,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
             else:
                 p *= g.reshape(n, 1)
             return p, None, None
-        onehot = np.zeros(x.shape, dtype=x.dtype)
-        onehot[rows, labels] = 1
+        onehot = np.equal(np.expand_dims(labels, -1), np.arange(x.shape[-1])).astype(x.dtype)
         diff = p - onehot
         if reduction == "mean":
             return diff * (g / n), None, None
@@ -95,3 +95,17 @@ def _reduce(per_row: Any, reduction: str, n: int, fast: bool) -> Any:
     if reduction == "sum":
         return np.add.reduce(per_row) if fast else per_row.sum()
     return per_row
+
+
+def _cross_entropy_jvp(ts: tuple[Any, ...], ans: Any, x: Any, labels: Any, reduction: str = "mean") -> Any:
+    """Forward-mode rule: per row, ``(softmax(x) - onehot(labels)) . t``, reduced like the loss."""
+    t = ts[0]
+    n = x.shape[0]
+    per_row = np.sum(softmax(x, -1)[0] * t, axis=-1) - t[np.arange(n), labels]
+    if reduction == "mean":
+        return per_row.sum() / n
+    return per_row.sum() if reduction == "sum" else per_row
+
+
+# Forward-mode rules by op name (functional.JVPS gathers them from every module).
+JVPS: dict[str, Callable[..., Any]] = {"cross_entropy": _cross_entropy_jvp}

@@ -1,18 +1,24 @@
 """Reductions and the softmax family. Each returns ``(ans, vjp)`` with ``vjp(g) -> (gx,)``.
 
+Each op's forward-mode rule ``_<op>_jvp(tangents, ans, x, ...)`` (see ``_tangent.py``) follows it,
+registered in ``JVPS`` at the end; ``sum`` and ``mean`` are linear, so their rule is the op itself.
+
 ``axis`` may be None (all axes), an int (negative counts from the end) or a tuple of ints.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ._lift import constant
+from ._tangent import of_first
 
 Axis = Any  # None | int | tuple[int, ...]
+Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
 
 
 def _reduced_axes(ndim: int, axis: Axis) -> set[int]:
@@ -121,6 +127,13 @@ def _extreme(reduce: Any, x: Any, axis: Axis, keepdims: bool) -> tuple[Any, Any]
     return ans, vjp
 
 
+def _extreme_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """Forward-mode rule of max and min: the tangent at the extreme, averaged over ties."""
+    t = ts[0]
+    hit = np.asarray(x == _restore(ans, _shape(x), axis, keepdims), dtype=t.dtype)
+    return np.sum(t * (hit / np.sum(hit, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims)
+
+
 def _dof(shape: tuple[int, ...], axis: Axis, ddof: int, name: str) -> int:
     """``n - ddof``, the divisor of a variance; a clear error when it is not positive."""
     n = _count(shape, axis)
@@ -148,6 +161,12 @@ def var(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
     return ans, lambda g: (_restore(g, shape, axis, keepdims) * (2 * centred / dof),)
 
 
+def _var_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    dof = _dof(_shape(x), axis, ddof, "var")
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    return np.sum(centred * ts[0], axis=axis, keepdims=keepdims) * (2 / dof)
+
+
 def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tuple[Any, Any]:
     """Standard deviation, ``sqrt(var)``. Cotangent ``g (x - mean) / ((n - ddof) * ans)``.
 
@@ -173,6 +192,15 @@ def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
         return (_restore(scale, shape, axis, keepdims) * centred,)
 
     return ans, vjp
+
+
+def _std_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    dof = _dof(_shape(x), axis, ddof, "std")
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    v = np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof
+    zero = v == 0  # the VJP's zero-spread convention: 0, with no sqrt at 0 differentiated
+    dot = np.sum(centred * ts[0], axis=axis, keepdims=keepdims)
+    return np.where(zero, 0, dot / (dof * np.sqrt(np.where(zero, 1, v))))
 
 
 def _shifted(x: Any, axis: Axis) -> tuple[Any, Any]:
@@ -218,6 +246,13 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, A
     return ans, vjp
 
 
+def _logsumexp_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    e = np.exp(_shifted(x, axis)[0])
+    s = np.sum(e, axis=axis, keepdims=True)
+    weights = e / np.where(s == 0, 1, s)  # softmax(x), as in the VJP; 0 for a slice of all -inf
+    return np.sum(ts[0] * weights, axis=axis, keepdims=keepdims)
+
+
 def softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     """``exp(x) / sum(exp(x))`` along ``axis``, stable for large inputs. Cotangent ``ans * (g - sum(g * ans))``.
 
@@ -235,6 +270,11 @@ def softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     return ans, lambda g: (ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),)
 
 
+def _softmax_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = -1) -> Any:
+    t = ts[0]
+    return ans * (t - np.sum(ans * t, axis=axis, keepdims=True))
+
+
 def log_softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     """``x - logsumexp(x)`` along ``axis``, stable for large inputs. Cotangent ``g - softmax(x) * sum(g)``.
 
@@ -247,3 +287,15 @@ def log_softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     with np.errstate(divide="ignore", invalid="ignore"):
         ans = shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
     return ans, lambda g: (g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),)
+
+
+def _log_softmax_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = -1) -> Any:
+    t = ts[0]
+    return t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True)
+
+
+# Forward-mode rules by op name (functional.JVPS gathers them from every module).
+JVPS: dict[str, Callable[..., Any]] = {
+    "sum": of_first(sum), "mean": of_first(mean), "max": _extreme_jvp, "min": _extreme_jvp, "var": _var_jvp,
+    "std": _std_jvp, "logsumexp": _logsumexp_jvp, "softmax": _softmax_jvp, "log_softmax": _log_softmax_jvp,
+}

@@ -3,18 +3,26 @@
 Ops that join several arrays take their parameters first and the arrays after
 (``concatenate(axis, *xs)``), so that a node's inputs are one flat tuple; their ``vjp`` returns
 ``None`` for each parameter, then one cotangent per array.
+
+Most of these ops are linear in their input, so their forward-mode rule (``JVPS``, at the end) is
+the op itself applied to the tangent; the others' rules ``_<op>_jvp`` follow the op (see
+``_tangent.py``).
 """
 
 from __future__ import annotations
 
 import math
 import string
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import _lift
 from ._broadcast import unbroadcast
+from ._tangent import of_first, total
+
+Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
 
 
 def reshape(x: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
@@ -97,7 +105,7 @@ def getitem(x: Any, index: Any) -> tuple[Any, Any]:
     (array([2., 1.]),)
     """
     xshape = np.shape(x)
-    return x[index], lambda g: (_lift.unindex(g, index, xshape),)
+    return _lift.index(x, index), lambda g: (_lift.unindex(g, index, xshape),)
 
 
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
@@ -107,14 +115,16 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     array([2., 1.])
     """
     if _lift.is_tensor(g):  # replayed by a differentiable backward pass: record the scatter as one op
-        return _lift.unindex(g, index, shape), lambda h: (h[index], None, None)
+        return _lift.unindex(g, index, shape), lambda h: (_lift.index(h, index), None, None)
     # (zeros_like dispatches, so under jit the zeros and the writes into them are traced too)
     out = np.zeros(shape, dtype=g.dtype) if type(g) is np.ndarray else np.zeros_like(g, shape=shape)
+    if _lift.spread_target is not None:  # (vmap: a batched index needs a batched target)
+        out = _lift.spread_target(index, out, True)
     if _is_basic(index):
         out[index] = g  # no index can repeat: plain assignment is the scatter
     else:
         np.add.at(out, index, g)
-    return out, lambda h: (h[index], None, None)
+    return out, lambda h: (_lift.index(h, index), None, None)
 
 
 def _is_basic(index: Any) -> bool:
@@ -141,6 +151,15 @@ def concatenate(axis: int, *xs: Any) -> tuple[Any, Any]:
     return ans, vjp
 
 
+def _concatenate_jvp(ts: Tangents, ans: Any, axis: int, *xs: Any) -> Any:
+    return concatenate(axis, *_filled(ts[1:], xs))[0]
+
+
+def _filled(ts: Tangents, xs: tuple[Any, ...]) -> list[Any]:
+    """The tangents of a join's inputs, zeros for an input without one."""
+    return [np.zeros_like(x) if t is None else t for t, x in zip(ts, xs)]
+
+
 def stack(axis: int, *xs: Any) -> tuple[Any, Any]:
     """Join arrays along a new ``axis``. Each input gets its slice of the cotangent.
 
@@ -150,6 +169,10 @@ def stack(axis: int, *xs: Any) -> tuple[Any, Any]:
     ans = np.stack(xs, axis=axis)
     lead = (slice(None),) * (axis % ans.ndim)
     return ans, lambda g: (None, *(g[lead + (i,)] for i in range(len(xs))))
+
+
+def _stack_jvp(ts: Tangents, ans: Any, axis: int, *xs: Any) -> Any:
+    return stack(axis, *_filled(ts[1:], xs))[0]
 
 
 def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True)) -> tuple[Any, Any]:
@@ -169,6 +192,11 @@ def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True
         )
 
     return np.where(cond, x, y), vjp
+
+
+def _where_jvp(ts: Tangents, ans: Any, cond: Any, x: Any, y: Any) -> Any:
+    _, tx, ty = ts
+    return np.where(cond, 0 if tx is None else tx, 0 if ty is None else ty)
 
 
 def einsum(subscripts: str, *xs: Any, need: tuple[bool, ...] | None = None) -> tuple[Any, Any]:
@@ -214,6 +242,15 @@ def einsum(subscripts: str, *xs: Any, need: tuple[bool, ...] | None = None) -> t
         return tuple(cts)
 
     return ans, vjp
+
+
+def _einsum_jvp(ts: Tangents, ans: Any, subscripts: str, *xs: Any) -> Any:
+    """Multilinear: one einsum per input with a tangent, that input replaced by its tangent."""
+    terms = []
+    for i, t in enumerate(ts[1:]):
+        if t is not None:
+            terms.append(einsum(subscripts, *xs[:i], t, *xs[i + 1:])[0])
+    return total(*terms)
 
 
 def _on_diagonals(ct: Any, target: str, sub: str, size: dict[str, int]) -> Any:
@@ -316,3 +353,11 @@ def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
             "only letters of the inputs"
         )
     return spelled, out
+
+
+# Forward-mode rules by op name (functional.JVPS gathers them from every module).
+JVPS: dict[str, Callable[..., Any]] = {
+    **{op.__name__: of_first(op) for op in (reshape, transpose, swapaxes, expand_dims, squeeze, broadcast_to,
+                                             astype, getitem, unindex)},
+    "concatenate": _concatenate_jvp, "stack": _stack_jvp, "where": _where_jvp, "einsum": _einsum_jvp,
+}

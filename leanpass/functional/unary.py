@@ -1,5 +1,8 @@
 """Elementwise operations of one input. Each returns ``(ans, vjp)`` with ``vjp(g) -> (gx,)``.
 
+Below each VJP is the op's forward-mode rule ``_<op>_jvp(tangents, ans, x, ...)`` (see
+``_tangent.py``), registered in ``JVPS`` at the end.
+
 As in ``binary.py``, each rule is a module-level ``_<op>_vjp(saved..., g)`` right under its op,
 returned as ``MethodType(rule, saved)`` (one saved value) or ``functools.partial(rule, saved...)``.
 
@@ -9,6 +12,7 @@ differentiable backward pass can replay them on Tensors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from types import MethodType
 from typing import Any
@@ -16,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from ._broadcast import unbroadcast
+
+Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
 
 
 def identity(x: Any) -> tuple[Any, Any]:
@@ -31,6 +37,10 @@ def _pass_through(g: Any) -> tuple[Any]:
     return (g,)
 
 
+def _identity_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return ts[0]
+
+
 def neg(x: Any) -> tuple[Any, Any]:
     """``-x``. The cotangent is negated.
 
@@ -42,6 +52,10 @@ def neg(x: Any) -> tuple[Any, Any]:
 
 def _neg_vjp(g: Any) -> tuple[Any]:
     return (-g,)
+
+
+def _neg_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return -ts[0]
 
 
 def exp(x: Any) -> tuple[Any, Any]:
@@ -58,6 +72,10 @@ def _exp_vjp(ans: Any, g: Any) -> tuple[Any]:
     return (g * ans,)
 
 
+def _exp_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return ts[0] * ans
+
+
 def log(x: Any) -> tuple[Any, Any]:
     """Natural log: ``nan`` for negative inputs and ``-inf`` at 0, without warnings. Cotangent ``g / x``.
 
@@ -72,6 +90,11 @@ def log(x: Any) -> tuple[Any, Any]:
 def _log_vjp(x: Any, g: Any) -> tuple[Any]:
     with np.errstate(divide="ignore", invalid="ignore"):
         return (g / x,)
+
+
+def _log_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ts[0] / x
 
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -101,6 +124,10 @@ def _relu_vjp(ans: Any, g: Any) -> tuple[Any]:
     return (s,)
 
 
+def _relu_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return ts[0] * np.sign(ans)
+
+
 def sigmoid(x: Any) -> tuple[Any, Any]:
     """``1 / (1 + exp(-x))`` in the stable form ``exp(-logaddexp(0, -x))``. Cotangent ``g * ans * (1 - ans)``.
 
@@ -117,6 +144,10 @@ def _sigmoid_vjp(ans: Any, g: Any) -> tuple[Any]:
     return (g * ans * (1 - ans),)
 
 
+def _sigmoid_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return ts[0] * ans * (1 - ans)
+
+
 def tanh(x: Any) -> tuple[Any, Any]:
     """Hyperbolic tangent. Cotangent ``g * (1 - ans**2)``.
 
@@ -131,6 +162,10 @@ def _tanh_vjp(ans: Any, g: Any) -> tuple[Any]:
     return (g * (1 - ans * ans),)
 
 
+def _tanh_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return ts[0] * (1 - ans * ans)
+
+
 def abs(x: Any) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
     """``|x|``. Cotangent ``g * sign(x)`` (0 at 0).
 
@@ -142,6 +177,10 @@ def abs(x: Any) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
 
 def _abs_vjp(x: Any, g: Any) -> tuple[Any]:
     return (g * np.sign(x),)
+
+
+def _abs_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return ts[0] * np.sign(x)
 
 
 def sqrt(x: Any) -> tuple[Any, Any]:
@@ -160,6 +199,11 @@ def _sqrt_vjp(ans: Any, g: Any) -> tuple[Any]:
         return (g / (2 * ans),)
 
 
+def _sqrt_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ts[0] / (2 * ans)
+
+
 def square(x: Any) -> tuple[Any, Any]:
     """``x * x``. Cotangent ``2 * g * x``.
 
@@ -171,6 +215,10 @@ def square(x: Any) -> tuple[Any, Any]:
 
 def _square_vjp(x: Any, g: Any) -> tuple[Any]:
     return (2 * g * x,)
+
+
+def _square_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return 2 * ts[0] * x
 
 
 def sin(x: Any) -> tuple[Any, Any]:
@@ -186,6 +234,10 @@ def _sin_vjp(x: Any, g: Any) -> tuple[Any]:
     return (g * np.cos(x),)
 
 
+def _sin_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return ts[0] * np.cos(x)
+
+
 def cos(x: Any) -> tuple[Any, Any]:
     """Cosine. Cotangent ``-g * sin(x)``.
 
@@ -197,6 +249,10 @@ def cos(x: Any) -> tuple[Any, Any]:
 
 def _cos_vjp(x: Any, g: Any) -> tuple[Any]:
     return (-g * np.sin(x),)
+
+
+def _cos_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return -ts[0] * np.sin(x)
 
 
 def softplus(x: Any) -> tuple[Any, Any]:
@@ -217,6 +273,10 @@ def _softplus_vjp(x: Any, g: Any) -> tuple[Any]:
     return (g * np.exp(-np.logaddexp(0, -x)),)
 
 
+def _softplus_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    return ts[0] * np.exp(-np.logaddexp(0, -x))
+
+
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> tuple[Any, Any]:
     """``x`` where ``x > 0``, else ``negative_slope * x``. The slope at 0 is ``negative_slope``.
 
@@ -229,6 +289,10 @@ def leaky_relu(x: Any, negative_slope: float = 0.01) -> tuple[Any, Any]:
 
 def _leaky_relu_vjp(slope: Any, g: Any) -> tuple[Any]:
     return (g * slope,)
+
+
+def _leaky_relu_jvp(ts: Tangents, ans: Any, x: Any, negative_slope: float = 0.01) -> Any:
+    return ts[0] * np.where(x > 0, 1.0, negative_slope).astype(getattr(x, "dtype", np.float64))
 
 
 _GELU_C = float(np.sqrt(2.0 / np.pi))
@@ -253,9 +317,19 @@ def gelu(x: Any) -> tuple[Any, Any]:
 
 
 def _gelu_vjp(x: Any, t: Any, g: Any) -> tuple[Any]:
+    return (g * _gelu_slope(x, t),)
+
+
+def _gelu_slope(x: Any, t: Any) -> Any:
+    """gelu'(x), given ``t``, the tanh of the forward."""
     xs = np.where(np.abs(x) > 10, 0, x)  # where 1 - t**2 is 0 (x**3 would be inf at +-inf)
     dt = (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * xs * xs)
-    return (g * (0.5 * (1 + t) + 0.5 * xs * dt),)
+    return 0.5 * (1 + t) + 0.5 * xs * dt
+
+
+def _gelu_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+    xc = np.clip(x, -10, 10)
+    return ts[0] * _gelu_slope(x, np.tanh(_GELU_C * (xc + 0.044715 * xc * xc * xc)))
 
 
 def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
@@ -272,3 +346,17 @@ def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
 
 def _clip_vjp(x: Any, ans: Any, g: Any) -> tuple[Any]:
     return (unbroadcast(g * (ans == x).astype(g.dtype), x),)
+
+
+def _clip_jvp(ts: Tangents, ans: Any, x: Any, lo: Any, hi: Any) -> Any:
+    t = ts[0]  # (the bounds are constants, as in the VJP)
+    return None if t is None else t * (ans == x).astype(t.dtype)
+
+
+# Forward-mode rules by op name (functional.JVPS gathers them from every module).
+JVPS: dict[str, Callable[..., Any]] = {
+    "identity": _identity_jvp, "neg": _neg_jvp, "exp": _exp_jvp, "log": _log_jvp, "relu": _relu_jvp,
+    "sigmoid": _sigmoid_jvp, "tanh": _tanh_jvp, "abs": _abs_jvp, "sqrt": _sqrt_jvp, "square": _square_jvp,
+    "sin": _sin_jvp, "cos": _cos_jvp, "softplus": _softplus_jvp, "leaky_relu": _leaky_relu_jvp,
+    "gelu": _gelu_jvp, "clip": _clip_jvp,
+}

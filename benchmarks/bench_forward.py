@@ -1,0 +1,237 @@
+"""Forward mode and Hessians: LeanPass against torch.func, and ``jvp`` against its primal.
+
+    pip install torch            # not a LeanPass dependency; only parts 1 and 2 need it
+    python benchmarks/bench_forward.py [--rounds 7]
+
+1. The Hessian of a scalar function of 31 parameters (a dict: ``w`` (5, 5), ``b`` (5,), ``s`` ()):
+   a small tanh regression with a weight penalty. LeanPass's ``lp.hessian`` (forward over
+   reverse, ``jacfwd(jacrev(f))``) and, beside it, ``jacrev(jacrev(f))``, against
+   ``torch.func.hessian`` on the same function and values.
+2. The Hessian-vector product of the same function: ``lp.hvp`` (forward over reverse, ``jvp`` of
+   ``grad``) and reverse over reverse (``grad`` of ``grad(f) . v``), against torch.func's
+   forward over reverse (``jvp(grad(f), (p,), (v,))``).
+3. ``lp.jvp`` of an elementwise chain (32 ops: tanh, exp, sigmoid, products and sums) over the
+   chain itself run on Tensors (the primal), at three sizes; LeanPass only. Twice: as the process
+   starts, and with glibc's malloc told to keep freed memory (``KEEP_MEMORY``): by default it
+   returns the memory of large arrays to the system when they are freed and faults it in again
+   on the next call, which a ``jvp`` (that keeps the recorded graph's arrays until its sweep)
+   pays for more than the primal does.
+
+Everything runs on one thread. Each library is measured in a process of its own (``import
+torch`` slows LeanPass's garbage collection); the processes alternate, ``--rounds`` of each. A
+process reports the median of its timed calls; the figures are the medians over the rounds,
+and the results are checked against each other (the Hessians and products agree to 1e-10).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # before NumPy (or torch) starts its thread pools
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's leanpass
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from host_gauge import Gauge  # noqa: E402
+
+SIZES = (1_000, 10_000, 100_000)
+
+
+def problem() -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The data, the 31 parameters and a direction for the Hessian-vector product."""
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((8, 5)), rng.standard_normal(8)
+    params = {"w": 0.5 * rng.standard_normal((5, 5)), "b": 0.1 * rng.standard_normal(5), "s": np.array(0.3)}
+    v = {k: rng.standard_normal(p.shape) for k, p in params.items()}
+    return x, y, params, v
+
+
+def median_time(fn: Callable[[], Any], calls: int) -> float:
+    fn()
+    fn()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def flat_hessian(h: dict[str, dict[str, Any]], params: dict[str, np.ndarray]) -> np.ndarray:
+    """A dict-of-dicts Hessian as one 31 x 31 matrix (for comparing libraries)."""
+    n = {k: int(np.prod(p.shape)) for k, p in params.items()}
+    return np.block([[np.asarray(h[a][b], dtype=np.float64).reshape(n[a], n[b]) for b in params] for a in params])
+
+
+def flat(tree: dict[str, Any]) -> np.ndarray:
+    return np.concatenate([np.asarray(tree[k], dtype=np.float64).ravel() for k in sorted(tree)])
+
+
+def leanpass_worker() -> dict[str, Any]:
+    import leanpass as lp
+
+    x, y, params, v = problem()
+
+    def f(p: Any) -> Any:
+        r = lp.tanh(x @ p["w"] + p["b"]).sum(axis=1) - y
+        return (r * r).mean() + p["s"] * (p["w"] * p["w"]).sum()
+
+    def rev_rev(p: Any) -> Any:
+        def dot(q: Any) -> Any:
+            g = lp.grad(f)(q)
+            return sum((g[k] * v[k]).sum() for k in v)
+
+        return lp.grad(dot)(p)
+
+    out: dict[str, Any] = {
+        "hessian": median_time(lambda: lp.hessian(f)(params), 40),
+        "jacrev(jacrev)": median_time(lambda: lp.jacrev(lp.jacrev(f))(params), 40),
+        "hvp": median_time(lambda: lp.hvp(f)(params, v), 200),
+        "hvp reverse over reverse": median_time(lambda: rev_rev(params), 200),
+        "H": flat_hessian(lp.hessian(f)(params), params).tolist(),
+        "H rev": flat_hessian(lp.jacrev(lp.jacrev(f))(params), params).tolist(),
+        "Hv": flat(lp.hvp(f)(params, v)).tolist(),
+        "Hv rev": flat(rev_rev(params)).tolist(),
+    }
+
+    chain_times(out)
+    return out
+
+
+# glibc's malloc hands freed memory back to the system, and takes it again (page faults) on the
+# next call: a jvp keeps the recorded graph's arrays until its sweep, so it pays that more than
+# the primal does. These settings keep freed memory in the process (part 3 runs with and without).
+KEEP_MEMORY = {"MALLOC_TRIM_THRESHOLD_": "2000000000", "MALLOC_MMAP_THRESHOLD_": "2000000000",
+               "MALLOC_TOP_PAD_": "100000000"}
+
+
+def chain_times(out: dict[str, Any]) -> None:
+    import leanpass as lp
+
+    def chain(z: Any) -> Any:
+        u = z
+        for _ in range(4):
+            u = lp.tanh(u) * 1.5 + 0.1
+            u = lp.exp(-u * u) + u
+            u = lp.sigmoid(u) * z
+        return u
+
+    for n in SIZES:
+        z = np.random.default_rng(1).standard_normal(n)
+        t = np.random.default_rng(2).standard_normal(n)
+        zt = lp.Tensor(z)
+        calls = 400 if n <= 10_000 else 40
+        times: dict[str, list[float]] = {"primal": [], "jvp": []}
+        for _ in range(5):  # the two alternate, in blocks
+            times["primal"].append(median_time(lambda zt=zt: chain(zt), calls // 5))
+            times["jvp"].append(median_time(lambda z=z, t=t: lp.jvp(chain, (z,), (t,)), calls // 5))
+        eps = 1e-6
+        fd = (np.asarray(chain(lp.Tensor(z + eps * t)).numpy()) - np.asarray(chain(lp.Tensor(z - eps * t)).numpy()))
+        err = float(np.max(np.abs(lp.jvp(chain, (z,), (t,))[1].numpy() - fd / (2 * eps))))
+        out[f"chain {n}"] = [statistics.median(times["primal"]), statistics.median(times["jvp"]), err]
+
+
+def torch_worker() -> dict[str, Any]:
+    import torch
+    from torch.func import grad, hessian, jvp
+
+    torch.set_num_threads(1)
+    x, y, params, v = problem()
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    pt = {k: torch.from_numpy(p.copy()) for k, p in params.items()}
+    vt = {k: torch.from_numpy(d.copy()) for k, d in v.items()}
+
+    def f(p: Any) -> Any:
+        r = torch.tanh(xt @ p["w"] + p["b"]).sum(dim=1) - yt
+        return (r * r).mean() + p["s"] * (p["w"] * p["w"]).sum()
+
+    return {
+        "hessian": median_time(lambda: hessian(f)(pt), 40),
+        "hvp": median_time(lambda: jvp(grad(f), (pt,), (vt,))[1], 200),
+        "H": flat_hessian(hessian(f)(pt), params).tolist(),
+        "Hv": flat(jvp(grad(f), (pt,), (vt,))[1]).tolist(),
+    }
+
+
+def measure(side: str) -> dict[str, Any]:
+    env = dict(os.environ, **KEEP_MEMORY) if side == "chain" else None
+    out = subprocess.run([sys.executable, __file__, "--worker", side], check=True, capture_output=True, text=True,
+                         env=env)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        side = sys.argv[2]
+        result: dict[str, Any] = {}
+        if side == "chain":
+            chain_times(result)
+        print(json.dumps(leanpass_worker() if side == "leanpass" else torch_worker() if side == "torch" else result))
+        return
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 7
+    try:
+        import importlib.metadata
+
+        torch_version: str | None = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = None
+        print("torch is not installed: parts 1 and 2 are skipped (pip install torch)")
+    gauge = Gauge()
+    ours: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    for _ in range(rounds):
+        gauge.sample()
+        ours.append(measure("leanpass"))
+        kept.append(measure("chain"))
+        if torch_version:
+            gauge.sample()
+            theirs.append(measure("torch"))
+    gauge.sample()
+
+    def med(runs: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    print(f"numpy {np.__version__}, python {sys.version.split()[0]}, torch {torch_version}; one thread; "
+          f"medians of {rounds} processes per library")
+    h, h_rev = np.array(ours[0]["H"]), np.array(ours[0]["H rev"])
+    hv, hv_rev = np.array(ours[0]["Hv"]), np.array(ours[0]["Hv rev"])
+    if not (np.allclose(h, h_rev, rtol=1e-10, atol=1e-12) and np.allclose(hv, hv_rev, rtol=1e-10, atol=1e-12)):
+        raise SystemExit("LeanPass's forward and reverse Hessians disagree")
+    if theirs and not (np.allclose(h, theirs[0]["H"], rtol=1e-10, atol=1e-12)
+                       and np.allclose(hv, theirs[0]["Hv"], rtol=1e-10, atol=1e-12)):
+        raise SystemExit("LeanPass's and torch's Hessians disagree")
+    lines = [("Hessian, 31 parameters", "hessian", "jacrev(jacrev)"), ("Hessian-vector product", "hvp",
+                                                                          "hvp reverse over reverse")]
+    for title, key, other in lines:
+        a, b = med(ours, key), med(ours, other)
+        text = f"{title}: lp {a * 1e3:.3f} ms ({other}: {b * 1e3:.3f} ms)"
+        if theirs:
+            c = med(theirs, key)
+            pairs = " ".join(f"{x[key] / y[key]:.2f}" for x, y in zip(ours, theirs))
+            text += f", torch.func {c * 1e3:.3f} ms; lp / torch {a / c:.3f} (round by round: {pairs})"
+        print(text)
+    for runs, note in ((ours, ""), (kept, ", freed memory kept by malloc")):
+        for n in SIZES:
+            primal = statistics.median(r[f"chain {n}"][0] for r in runs)
+            tangent = statistics.median(r[f"chain {n}"][1] for r in runs)
+            err = max(r[f"chain {n}"][2] for r in runs)
+            print(f"jvp of a 32-op elementwise chain, {n:,} elements{note}: primal {primal * 1e6:.1f} us, jvp "
+                  f"{tangent * 1e6:.1f} us, jvp / primal {tangent / primal:.2f} (target <= 2; largest difference "
+                  f"from central differences {err:.1e})")
+    print(gauge.report())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+"""Forward mode: ``jvp``, and the forward sweep that ``jvp`` and ``jacfwd`` push tangents with.
+
+``jvp(f, primals, tangents)`` runs ``f`` once, recorded as for ``vjp`` (its inputs are fresh nodes
+carrying the trace bit of this nesting level), then sweeps the recorded nodes in creation order,
+giving each node the tangent of its output from its inputs' tangents with the op's forward-mode
+rule (``functional.JVPS``, beside each VJP). A node none of whose inputs has a tangent is
+skipped: its tangent is zero. The sweep follows only this level's bit, which is what keeps the
+tangents of nested transforms apart (no perturbation confusion), as the reverse pass does.
+
+At the top level the rules run on raw arrays. Inside another transform they run on the recorded
+Tensors themselves, so the sweep is recorded and can be differentiated again: ``grad`` of
+``jvp``, ``jvp`` of ``grad`` (forward-over-reverse), ``jvp`` of ``jvp``.
+
+An op with no rule of its own (an op of the user's, recorded with ``apply``) gets one from its
+VJP, by transposition; see ``transposed_vjp``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import functional as F
+from .engine import _depth, _level, reverse_pass
+from .tensor import CustomVJP, Tensor, _const, _grad_enabled, _next_seq
+from .transforms import _split_aux, _Traced
+from .tree import _first_difference, tree_flatten, tree_unflatten
+
+
+class Sweep:
+    """The nodes between some inputs and ``roots`` that carry ``mask``, in creation order, to push
+    tangents through: once for ``jvp``, once per input direction for ``jacfwd``.
+
+    ``on_tensors`` runs the rules on the recorded Tensors (inside another transform), else on
+    their raw arrays; ``level`` is the trace level of the transform that recorded the nodes.
+
+    >>> import leanpass as lp
+    >>> x = lp.Tensor([1.0, 2.0], requires_grad=True)  # trace bit 1
+    >>> y = x * x
+    >>> Sweep([y], 1, False, 0).push({x._seq: np.array([1.0, 0.5])})[y._seq]
+    array([2., 2.])
+    """
+
+    def __init__(self, roots: Sequence[Any], mask: int, on_tensors: bool, level: int) -> None:
+        self.level = level  # the trace level of the transform whose inputs these are
+        # Each step holds what its node's rule needs, worked out once for all the pushes: the
+        # node's key, its inputs' keys (0, which no tangent has, for a constant or an input this
+        # sweep does not follow), the rule, the output and the inputs (raw arrays at the top
+        # level), the output's shape, and the keys whose last use it is: their tangents are
+        # dropped then (the roots' are kept), so that the arrays of a long chain are reused
+        # rather than all kept to the end.
+        steps: list[list[Any]] = []
+        rules = F.JVPS
+        seen: set[int] = set()
+        stack = [r for r in roots if type(r) is Tensor and r._trace & mask]
+        while stack:  # (iterative: a graph may be a million nodes deep)
+            node = stack.pop()
+            s = node._seq
+            if s in seen:
+                continue
+            seen.add(s)
+            vjp = node._vjp
+            if vjp is None:  # a leaf: an input of this sweep, or a constant of its level
+                continue
+            parents = node._parents
+            keys = []
+            for p in parents:
+                if type(p) is Tensor and p._trace & mask:
+                    keys.append(p._seq)
+                    stack.append(p)
+                else:
+                    keys.append(0)
+            if on_tensors:
+                ans: Any = node
+                inputs: tuple[Any, ...] = parents
+            else:
+                ans = node._data
+                inputs = tuple([p._data if type(p) is Tensor else p for p in parents])
+            rule = None if type(vjp) is CustomVJP else rules.get(node._op)
+            if rule is None:  # no rule of its own: its VJP, transposed
+                fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
+                rule = functools.partial(_transposed_rule, fn, node._op, parents, on_tensors)
+            steps.append([s, tuple(keys), rule, ans, inputs, node._data.shape, []])
+        steps.sort(key=_first)  # creation order: every node comes after its inputs
+        last: dict[int, list[Any]] = {}  # key -> the step that uses it last
+        for step in steps:
+            for k in step[1]:
+                last[k] = step
+        for r in roots:
+            if type(r) is Tensor:
+                last.pop(r._seq, None)
+        last.pop(0, None)
+        for k, step in last.items():
+            step[6].append(k)
+        self.steps = steps
+
+    def push(self, seeds: dict[int, Any]) -> dict[int, Any]:
+        """The roots' tangents, by ``_seq``, from ``seeds`` (input ``_seq`` -> tangent); a root
+        missing from the result has tangent zero."""
+        tangents = dict(seeds)
+        get = tangents.get
+        pop = tangents.pop
+        # A transform that a rule calls (an op of the user's may) takes a trace bit above this one's.
+        level = _level.set(max(_level.get(), self.level + 1))
+        try:
+            self._push(tangents, get, pop)
+        finally:
+            _level.reset(level)
+        return tangents
+
+    def _push(self, tangents: dict[int, Any], get: Any, pop: Any) -> None:
+        with _grad_enabled():  # (recorded inside another transform, even under its no_grad)
+            for s, keys, rule, ans, inputs, shape, drops in self.steps:
+                ts = tuple([get(k) for k in keys])
+                for k in drops:
+                    pop(k, None)
+                for t in ts:
+                    if t is not None:
+                        break
+                else:  # no tangent comes in
+                    continue
+                if s in tangents:  # a seeded input (linked to an outer graph)
+                    continue
+                t = rule(ts, ans, *inputs)
+                if t is None:
+                    continue
+                if getattr(t, "shape", None) != shape:  # a tangent of some inputs only may not span the output yet
+                    t = np.broadcast_to(t, shape)
+                tangents[s] = t
+
+
+def _first(step: list[Any]) -> int:
+    return int(step[0])
+
+
+def _transposed_rule(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], on_tensors: bool,
+                     tangents: tuple[Any, ...], ans: Any, *inputs: Any) -> Any:
+    return transposed_vjp(fn, name, parents, tangents, on_tensors)
+
+
+def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], tangents: tuple[Any, ...],
+                   on_tensors: bool) -> Any:
+    """The output's tangent of op ``fn`` (called ``name``) on ``parents``, from its VJP alone.
+
+    ``vjp(g)`` is ``J^T g``, linear in ``g``, so ``sum_i <vjp(g)_i, t_i> = <g, J t>``, whose
+    gradient in ``g`` is ``J t``, the tangent wanted. So the op and its VJP are replayed on a
+    traced cotangent ``g`` (its value does not matter: zeros), the products with the tangents are
+    summed, and one reverse pass pulls back to ``g``. It costs a replay of the op and its VJP
+    and a pass over what that records: a direct rule in ``functional.JVPS`` is cheaper, and is
+    written for every built-in op. Inside another transform everything here is recorded too.
+
+    >>> from leanpass import functional as F
+    >>> transposed_vjp(F.exp, "exp", (np.array([0.0, 1.0]),), (np.array([2.0, 1.0]),), False)  # t * exp(x)
+    array([2.        , 2.71828183])
+    """
+    traces = 0
+    for v in (*parents, *tangents):
+        if type(v) is Tensor:
+            traces |= v._trace
+    # A bit of its own, above those of every live graph and of everything here: the pass below
+    # follows g's uses alone, and a transform called by the rule takes a bit above it.
+    # A transform that the replayed VJP calls is recorded (it depends on g), as in a replayed pass.
+    level = max(_level.get(), traces.bit_length())
+    token = _level.set(level + 1)
+    depth = _depth.set(_depth.get() + 1)
+    try:
+        return _transposed(fn, name, parents, tangents, on_tensors, 2 << level)
+    finally:
+        _depth.reset(depth)
+        _level.reset(token)
+
+
+def _transposed(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], tangents: tuple[Any, ...],
+                on_tensors: bool, bit: int) -> Any:
+    if on_tensors:
+        inputs = parents
+    else:  # constant Tensors, so that the replay records only what depends on g
+        inputs = tuple([_const(p._data) if type(p) is Tensor else _const(p) if t is not None else p
+                        for p, t in zip(parents, tangents)])
+    if name in F.TAKES_NEED and fn is F.OPS.get(name):
+        ans, vjp = fn(*inputs, need=tuple(t is not None for t in tangents))
+    else:
+        ans, vjp = fn(*inputs)
+    data = ans._data if type(ans) is Tensor else ans
+    g = _const(np.zeros(np.shape(data), np.result_type(data)), bit, _next_seq())
+    h: Any = None
+    for ct, t in zip(vjp(g), tangents):
+        if t is not None and type(ct) is Tensor and ct._trace & bit:
+            term = (ct * t).sum()
+            h = term if h is None else h + term
+    if h is None:  # the output does not depend on the inputs followed
+        return None
+    one = np.ones((), np.result_type(h._data))
+    leaves = reverse_pass([h], [_const(one) if on_tensors else one], bit, on_tensors)
+    hit = leaves.get(g._seq)
+    return None if hit is None else hit[1]
+
+
+def _tangent_seed(primal: Tensor, tangent: Any, arg: int, nested: bool) -> Any:
+    """A tangent checked against its primal's shape and dtype (a Python number or list takes the
+    primal's dtype), and copied, so that the caller's array is never shared or changed. A Tensor
+    stays one inside another transform (it may be what that transform differentiates)."""
+    pdata = primal._data
+    where = f"jvp: the tangent of primals[{arg}]"
+    if type(tangent) is Tensor:
+        t = tangent if nested else np.array(tangent._data)
+        dtype, shape = tangent.dtype, tangent.shape
+    elif isinstance(tangent, (np.ndarray, np.generic)):
+        t = np.array(tangent)
+        dtype, shape = t.dtype, t.shape
+    elif hasattr(tangent, "shape") and hasattr(tangent, "dtype"):  # an array stand-in (vmap's): immutable
+        t = tangent
+        dtype, shape = tangent.dtype, tangent.shape
+    else:
+        try:
+            t = np.array(tangent, dtype=pdata.dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(
+                f"{where} must be an array, a Tensor or a number, not {type(tangent).__name__} ({e})"
+            ) from None
+        dtype, shape = t.dtype, t.shape
+    if shape != pdata.shape:
+        raise ValueError(
+            f"{where} has shape {shape} but the primal has shape {pdata.shape}; a tangent must have "
+            "its primal's shape (it is a direction to move the primal in)."
+        )
+    if dtype != pdata.dtype:
+        raise TypeError(
+            f"{where} has dtype {dtype} but the primal has dtype {pdata.dtype}; they must match "
+            f"(cast the tangent, e.g. t.astype(np.{pdata.dtype}))."
+        )
+    return t
+
+
+def _output_tangent(out: Any, t: Any, nested: bool) -> Any:
+    """The tangent of one output leaf, in the output's form: a Tensor for a Tensor."""
+    if t is None:
+        data = out._data if type(out) is Tensor else np.asarray(out)
+        t = np.zeros(np.shape(data), np.result_type(data) if np.result_type(data).kind == "f" else np.float64)
+    if nested or type(out) is Tensor:
+        return t if type(t) is Tensor else _const(t)
+    return t
+
+
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> Any:
+    """Forward mode: ``f(*primals)`` and its Jacobian times ``tangents``, ``(primals_out, tangents_out)``.
+
+    ``primals`` is a tuple (or list) of ``f``'s arguments, each a pytree of arrays, Tensors or
+    floats; ``tangents`` has the same structure, each leaf a direction of its primal's shape and
+    dtype. ``tangents_out`` has the output's structure. One call runs ``f`` once and pushes the
+    tangents forward beside it; ``jvp`` composes with ``grad`` both ways and with itself. With
+    ``has_aux=True``, ``f`` returns ``(output, aux)`` and the result is ``(out, tangent_out, aux)``.
+
+    >>> y, dy = jvp(lambda x: x ** 3, (np.array([1.0, 2.0]),), (np.array([1.0, 0.5]),))
+    >>> y, dy
+    (Tensor([1., 8.]), Tensor([3., 6.]))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(
+            "jvp(f, primals, tangents): primals and tangents must be tuples (or lists) of f's "
+            f"arguments, e.g. jvp(f, (x,), (v,)); got {type(primals).__name__} and {type(tangents).__name__}."
+        )
+    if len(primals) != len(tangents):
+        raise ValueError(
+            f"jvp: {len(primals)} primals but {len(tangents)} tangents; give one tangent per argument."
+        )
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        p_def, t_def = tree_flatten(p)[1], tree_flatten(t)[1]
+        if p_def != t_def:
+            raise ValueError(
+                f"jvp: the tangent of primals[{i}] has a different structure from the primal "
+                f"({_first_difference(p_def, t_def)}); a tangent must be a tree like its primal."
+            )
+    tr = _Traced(f, tuple(primals), {}, tuple(range(len(primals))), "jvp")
+    seeds: dict[int, Any] = {}
+    for i, (t, ins) in enumerate(zip(tangents, tr.inputs)):
+        for x, leaf in zip(ins, tree_flatten(t)[0]):
+            seeds[x._seq] = _tangent_seed(x, leaf, i, tr.nested)
+    out, aux = _split_aux(tr.out, has_aux, "jvp")
+    out_leaves, out_def = tree_flatten(out)
+    pushed = Sweep(out_leaves, tr.bit, tr.nested, tr.level).push(seeds)
+    t_out = [_output_tangent(o, pushed.get(o._seq) if type(o) is Tensor else None, tr.nested) for o in out_leaves]
+    result = (tr.finish(out), tree_unflatten(out_def, t_out))
+    return (*result, tr.finish(aux)) if has_aux else result
