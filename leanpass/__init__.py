@@ -119,12 +119,15 @@ _LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
 # Forward mode and whole Jacobians load on first use too.
 _LAZY.update({"jvp": "forward", "jacfwd": "jacobians", "jacrev": "jacobians", "jacobian": "jacobians",
               "hessian": "jacobians", "hvp": "jacobians"})
+_LAZY.update({"to_dot": "graph", "draw_graph": "graph", "debug_nans": "debug"})  # the graph picture, NaN hunting
 
 if TYPE_CHECKING:
     from . import data, datasets, linalg, losses, nn, optim, special, stats
     from .batching import vmap
     from .checkpoint import load, save
+    from .debug import debug_nans
     from .forward import jvp
+    from .graph import draw_graph, to_dot
     from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
     from .tracing import jit
 
@@ -145,3 +148,4 @@ __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
 __all__ += ["vmap"]
 __all__ += ["linalg", "special", "stats"]
 __all__ += ["jit"]
+__all__ += ["to_dot", "draw_graph", "debug_nans"]

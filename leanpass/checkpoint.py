@@ -1,11 +1,15 @@
 """Saving and loading pytrees of parameters: ``leanpass.save(path, tree)`` and ``leanpass.load(path)``.
 
-A checkpoint is a NumPy ``.npz`` file: one array per leaf, plus the tree's structure as JSON
-text. Loading uses ``np.load(allow_pickle=False)`` and rebuilds containers only from a fixed
-set (dict, list, tuple, None and the pytree classes registered with LeanPass, such as the
-``leanpass.nn`` modules), so opening a file never runs code from it. Values and dtypes round-trip
-exactly. Writing is atomic: the file is written beside its destination and moved into place
-with ``os.replace``, so a crash never leaves a truncated checkpoint where a good one was.
+A checkpoint is a NumPy ``.npz`` file: one array per leaf (Tensors, arrays, Python numbers and
+strings), plus the tree's structure as JSON text. Loading reads each ``.npy`` record itself,
+never unpickling, and checks every size a file declares against the bytes it holds before
+allocating anything; it rebuilds containers only from a fixed set (dict, list, tuple, None and
+the pytree classes registered with LeanPass, such as the ``leanpass.nn`` modules and optimizer
+states), so opening a file never runs code from it, and a malformed one raises
+``CheckpointError``. Values and dtypes round-trip exactly. Writing is atomic: the file is written
+beside its destination and moved into place with ``os.replace``, so a crash never leaves a
+truncated checkpoint where a good one was; a new file gets the permissions the umask allows, a
+replaced one keeps its own.
 
 >>> import tempfile, os
 >>> import numpy as np
@@ -20,13 +24,15 @@ with ``os.replace``, so a crash never leaves a truncated checkpoint where a good
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import struct
 import tempfile
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -40,6 +46,10 @@ _FORMAT = "leanpass-checkpoint"
 _VERSION = 1
 _HEADER = "__leanpass__"
 _NONE = type(None)
+_KINDS = "biufcUS"  # the dtype kinds a checkpoint stores (no objects: nothing is unpickled)
+_MAX_DEPTH = 100  # how deeply containers may nest in a file (a model is a few levels deep)
+# Deflate expands at most about 1032 to 1: what a compressed member may declare it holds.
+_DEFLATE_RATIO = 1100
 
 
 class CheckpointError(ValueError):
@@ -68,11 +78,22 @@ def _child_names(cls: type, n: int) -> list[str]:
     return [f"[{i}]" for i in range(n)]
 
 
+def _fields_missing(cls: type, n: int) -> bool:
+    """Whether a module class has other than ``n`` parameter fields (Sequential takes any number)."""
+    from . import nn
+
+    if isinstance(cls, type) and issubclass(cls, nn.Module) and cls is not nn.Sequential:
+        return len(nn._dynamic_fields(cls)) != n
+    return False
+
+
 def _encode_meta(meta: Any, where: str) -> Any:
     from .nn import ACTIVATIONS
 
     if meta is None or isinstance(meta, (bool, int, float, str)):
         return meta
+    if isinstance(meta, TreeDef):  # the parameters' structure, kept in an optimizer's state
+        return {"treedef": _encode(meta, where, [])}
     if isinstance(meta, (tuple, list)):
         return {"tuple" if isinstance(meta, tuple) else "list": [_encode_meta(m, where) for m in meta]}
     if callable(meta):
@@ -91,16 +112,27 @@ def _decode_meta(meta: Any, where: str) -> Any:
 
     if isinstance(meta, dict):
         if "tuple" in meta:
-            return tuple(_decode_meta(m, where) for m in meta["tuple"])
+            return tuple(_decode_meta(m, where) for m in _list(meta["tuple"], where))
         if "list" in meta:
-            return [_decode_meta(m, where) for m in meta["list"]]
-        if "fn" in meta and meta["fn"] in ACTIVATIONS:
+            return [_decode_meta(m, where) for m in _list(meta["list"], where)]
+        if "treedef" in meta:
+            return _decode(meta["treedef"], where)
+        if "fn" in meta and isinstance(meta["fn"], str) and meta["fn"] in ACTIVATIONS:
             return ACTIVATIONS[meta["fn"]]
         raise CheckpointError(
             f"load: the structure at {where or 'the root'} refers to the function {meta!r}, which cannot be "
             "rebuilt from a file. Pass the object you saved as a template: load(path, like=model)."
         )
+    if isinstance(meta, list):  # (JSON has no other containers, and dicts were handled above)
+        raise CheckpointError(f"load: malformed settings at {where or 'the root'}")
     return meta
+
+
+def _list(x: Any, where: str) -> list[Any]:
+    """``x`` checked to be a JSON list (a file's structure is not trusted)."""
+    if not isinstance(x, list):
+        raise CheckpointError(f"load: malformed structure at {where or 'the root'}")
+    return x
 
 
 def _encode(td: TreeDef, path: str, paths: list[str]) -> Any:
@@ -131,6 +163,10 @@ def _encode(td: TreeDef, path: str, paths: list[str]) -> Any:
 
 
 def _registered(name: str, where: str) -> Any:
+    if name.startswith(("leanpass.nn.", "leanpass.optim.")):  # our own classes: load their module
+        import importlib
+
+        importlib.import_module(name.rsplit(".", 1)[0])
     for cls in _tree._REGISTRY:
         if isinstance(cls, type) and _class_name(cls) == name:
             return cls
@@ -141,7 +177,7 @@ def _registered(name: str, where: str) -> Any:
 
 
 def _decode(node: Any, path: str) -> TreeDef:
-    if not isinstance(node, dict):
+    if not isinstance(node, dict) or len(node) > 3:
         raise CheckpointError(f"load: malformed structure at {path or 'the root'}")
     if "leaf" in node:
         return TreeDef(None, None, ())
@@ -149,13 +185,26 @@ def _decode(node: Any, path: str) -> TreeDef:
         return TreeDef(_NONE, None, ())
     if "list" in node or "tuple" in node:
         kind = list if "list" in node else tuple
-        return TreeDef(kind, None, tuple(_decode(c, f"{path}[{i}]") for i, c in enumerate(node[kind.__name__])))
+        kids = _list(node[kind.__name__], path)
+        return TreeDef(kind, None, tuple(_decode(c, f"{path}[{i}]") for i, c in enumerate(kids)))
     if "dict" in node:
-        keys = tuple(k for k, _ in node["dict"])
-        return TreeDef(dict, keys, tuple(_decode(c, f"{path}[{k!r}]") for k, c in node["dict"]))
-    if "class" in node:
+        items = _list(node["dict"], path)
+        for item in items:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], (str, int))
+                    and not isinstance(item[0], bool)):
+                raise CheckpointError(f"load: malformed dict entry at {path or 'the root'}")
+        keys = tuple(k for k, _ in items)
+        if len(set(keys)) != len(keys):
+            raise CheckpointError(f"load: a dict at {path or 'the root'} repeats a key")
+        return TreeDef(dict, keys, tuple(_decode(c, f"{path}[{k!r}]") for k, c in items))
+    if "class" in node and isinstance(node["class"], str):
         cls = _registered(node["class"], path)
-        children = tuple(_decode(c, f"{path}[{i}]") for i, c in enumerate(node["children"]))
+        kids = _list(node.get("children"), path)
+        if len(_child_names(cls, len(kids))) != len(kids) or _fields_missing(cls, len(kids)):
+            raise CheckpointError(
+                f"load: the {cls.__name__} at {path or 'the root'} has {len(kids)} children in the file"
+            )
+        children = tuple(_decode(c, f"{path}[{i}]") for i, c in enumerate(kids))
         return TreeDef(cls, _decode_meta(node.get("meta"), path), children)
     raise CheckpointError(f"load: malformed structure at {path or 'the root'}")
 
@@ -238,19 +287,28 @@ def _leaf_record(x: Any, path: str) -> tuple[dict[str, Any], np.ndarray]:
         arr, info = np.asarray(x, dtype=np.int64), {"type": "int"}
     elif isinstance(x, float):
         arr, info = np.asarray(x, dtype=np.float64), {"type": "float"}
+    elif isinstance(x, str):
+        arr, info = np.asarray(x, dtype=str), {"type": "str"}
     else:
         raise TypeError(
             f"save: the leaf at {path} is a {type(x).__name__}; a checkpoint holds Tensors, NumPy arrays and "
-            "Python numbers. Convert it, or keep it out of the saved tree."
+            "Python numbers and strings. Convert it, or keep it out of the saved tree."
         )
-    if arr.dtype.kind not in "biufcUS":
+    if arr.dtype.kind not in _KINDS:
         raise TypeError(f"save: the array at {path} has dtype {arr.dtype}, which cannot be stored without pickle")
+    info["shape"] = list(arr.shape)
+    info["dtype"] = arr.dtype.str
     return info, arr
 
 
-def _rebuild_leaf(info: dict[str, Any], arr: np.ndarray) -> Any:
+def _rebuild_leaf(info: dict[str, Any], arr: np.ndarray, where: str) -> Any:
     kind = info.get("type")
+    scalar = kind in ("scalar", "bool", "int", "float", "str")
+    if scalar and arr.shape != ():
+        raise CheckpointError(f"load: the {kind} at {where} holds an array of shape {arr.shape}")
     if kind == "Tensor":
+        if arr.dtype.kind not in "biuf" or (info.get("requires_grad") and arr.dtype.kind != "f"):
+            raise CheckpointError(f"load: the Tensor at {where} has dtype {arr.dtype}, which a Tensor cannot hold")
         if info.get("requires_grad"):
             return Tensor(arr, requires_grad=True)
         arr.flags.writeable = False
@@ -259,12 +317,10 @@ def _rebuild_leaf(info: dict[str, Any], arr: np.ndarray) -> Any:
         return arr
     if kind == "scalar":
         return arr[()]
-    if kind == "bool":
-        return bool(arr)
-    if kind == "int":
-        return int(arr)
-    if kind == "float":
-        return float(arr)
+    if kind in ("bool", "int", "float", "str"):
+        if arr.dtype.kind not in {"bool": "b", "int": "iu", "float": "f", "str": "U"}[kind]:
+            raise CheckpointError(f"load: the {kind} at {where} is stored as dtype {arr.dtype}")
+        return {"bool": bool, "int": int, "float": float, "str": str}[kind](arr[()])
     raise CheckpointError(f"load: unknown leaf type {kind!r} in the checkpoint")
 
 
@@ -292,23 +348,134 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
         info["path"] = where
         infos.append(info)
         arrays[f"leaf_{i}"] = arr
+    if _depth(structure) > _MAX_DEPTH:
+        raise ValueError(f"save: the tree nests containers more than {_MAX_DEPTH} levels deep; flatten it first")
     header = json.dumps({"format": _FORMAT, "version": _VERSION, "structure": structure, "leaves": infos})
     arrays[_HEADER] = np.frombuffer(header.encode("utf-8"), dtype=np.uint8)
     directory = target.parent
     if not directory.is_dir():
         raise FileNotFoundError(f"save: the directory {str(directory)!r} does not exist; create it first")
+    try:  # a file replaced keeps its permissions; a new one gets what the umask allows, as open() gives
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)  # type: ignore[arg-type]
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``os.umask`` sets it)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o077)  # (elsewhere: set and restore it at once; the stricter value meanwhile)
+    os.umask(old)
+    return old
+
+
+def _depth(node: Any) -> int:
+    """How deeply JSON containers nest in ``node``, counted without recursion."""
+    deepest = 0
+    stack = [(node, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, (dict, list)):
+            deepest = max(deepest, d)
+            if deepest > _MAX_DEPTH:
+                return deepest
+            stack.extend((c, d + 1) for c in (x.values() if isinstance(x, dict) else x))
+    return deepest
+
+
+class _CorruptError(Exception):
+    """Raised inside ``_read`` for a file that breaks the format; ``_read`` turns it into a CheckpointError."""
+
+
+def _read_array(zf: zipfile.ZipFile, name: str) -> np.ndarray:
+    """One ``.npy`` member, read without trusting what it declares.
+
+    Before anything is allocated, the array's size (from its ``.npy`` header) must equal what the
+    zip directory says the member holds, and that must be possible for the bytes the member
+    occupies in the file (stored: as many; deflated: at most ``_DEFLATE_RATIO`` times as many).
+    So a small file cannot ask for a large allocation, whatever it declares.
+    """
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        raise _CorruptError(f"the record {name} is missing") from None
+    if info.compress_type == zipfile.ZIP_STORED:
+        bound = info.compress_size
+    elif info.compress_type == zipfile.ZIP_DEFLATED:
+        bound = info.compress_size * _DEFLATE_RATIO + 1024
+    else:
+        raise _CorruptError(f"the record {name} uses compression method {info.compress_type}, which is not "
+                       "supported (a checkpoint is stored uncompressed, or deflated as np.savez_compressed does)")
+    if info.file_size > bound:
+        raise _CorruptError(f"the record {name} declares {info.file_size} bytes but occupies {info.compress_size}")
+    with zf.open(info) as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:
+            raise _CorruptError(f"the record {name} is .npy format version {version}")
+        if dtype.hasobject or dtype.kind not in _KINDS or dtype.fields is not None:
+            raise _CorruptError(f"the record {name} has dtype {dtype}, which a checkpoint does not hold")
+        count = 1
+        for n in shape:
+            count *= n
+        nbytes = count * dtype.itemsize
+        if nbytes != info.file_size - fh.tell():
+            raise _CorruptError(f"the record {name} declares an array of {nbytes} bytes in "
+                           f"{info.file_size - fh.tell()} bytes of data")
+        buf = bytearray(nbytes)
+        # (reading to the end also checks the CRC)
+        if cast(io.BufferedIOBase, fh).readinto(buf) != nbytes or fh.read(1):
+            raise _CorruptError(f"the record {name} is truncated")
+    arr = np.frombuffer(buf, dtype=dtype)
+    return arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)
+
+
+def _check_header(header: Any) -> None:
+    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+        raise CheckpointError("load: not a LeanPass checkpoint (its header is not LeanPass's)")
+    if header.get("version") != _VERSION:
+        raise CheckpointError(
+            f"load: this is checkpoint format version {header.get('version')!r}; this LeanPass "
+            f"reads version {_VERSION}. Upgrade leanpass."
+        )
+    leaves, structure = header.get("leaves"), header.get("structure")
+    if not isinstance(leaves, list) or not all(isinstance(i, dict) for i in leaves) or not isinstance(structure, dict):
+        raise _CorruptError("its header is malformed")
+    if _depth(structure) > _MAX_DEPTH:
+        raise _CorruptError(f"its structure nests more than {_MAX_DEPTH} levels deep")
+    numbers = []
+    stack = [structure]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "leaf" in node:
+                numbers.append(node["leaf"])
+            stack.extend(v for k, v in node.items() if k != "meta")
+        elif isinstance(node, list):
+            stack.extend(node)
+    if sorted(n for n in numbers if type(n) is int) != list(range(len(leaves))) or len(numbers) != len(leaves):
+        raise _CorruptError(f"its structure does not number its {len(leaves)} leaves in order")
 
 
 def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
@@ -324,28 +491,36 @@ def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
             f"load: {str(target)!r} is not a LeanPass checkpoint (not an .npz archive"
             f"{', the file is empty' if not magic else ''}); write checkpoints with leanpass.save(path, params)."
         )
-    bad = (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError, UnicodeDecodeError)
+    # What reading a hostile file can raise, from zipfile, zlib, NumPy's header parser and json.
+    bad = (_CorruptError, zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError, IndexError,
+           UnicodeDecodeError, NotImplementedError, RuntimeError, RecursionError, OverflowError, MemoryError,
+           struct.error, SyntaxError, TypeError)
     try:
-        with open(target, "rb") as fh, np.load(fh, allow_pickle=False) as f:
-            if not hasattr(f, "files") or _HEADER not in f.files:
+        with zipfile.ZipFile(target) as zf:
+            names = {n[:-4] for n in zf.namelist() if n.endswith(".npy")}
+            if _HEADER not in names:
                 raise CheckpointError(
                     f"load: {str(target)!r} is not a LeanPass checkpoint (no {_HEADER} record); "
                     "write checkpoints with leanpass.save(path, params)."
                 )
-            header = json.loads(bytes(f[_HEADER]).decode("utf-8"))
-            if header.get("format") != _FORMAT:
-                raise CheckpointError(f"load: {str(target)!r} is not a LeanPass checkpoint")
-            if header.get("version") != _VERSION:
-                raise CheckpointError(
-                    f"load: {str(target)!r} is checkpoint format version {header.get('version')}; this LeanPass "
-                    f"reads version {_VERSION}. Upgrade leanpass."
-                )
-            arrays = [f[f"leaf_{i}"] for i in range(len(header["leaves"]))]
+            raw = _read_array(zf, _HEADER + ".npy")
+            if raw.dtype != np.uint8 or raw.ndim != 1:
+                raise _CorruptError("its header record is not text")
+            header = json.loads(raw.tobytes().decode("utf-8"))
+            _check_header(header)
+            arrays = []
+            for i, info in enumerate(header["leaves"]):
+                arr = _read_array(zf, f"leaf_{i}.npy")
+                declared = (info.get("shape"), info.get("dtype"))
+                if declared != (None, None) and declared != (list(arr.shape), arr.dtype.str):
+                    raise _CorruptError(f"the record leaf_{i} is not the array its header declares")
+                arrays.append(arr)
     except CheckpointError:
         raise
     except bad as e:
+        why = str(e) if type(e) is _CorruptError else f"{type(e).__name__}: {e}"
         raise CheckpointError(
-            f"load: {str(target)!r} is corrupt or truncated and cannot be read ({type(e).__name__}: {e}). "
+            f"load: {str(target)!r} is corrupt or truncated and cannot be read ({why}). "
             "Restore it from a backup or save it again."
         ) from None
     return header, arrays
@@ -372,9 +547,18 @@ def load(path: str | os.PathLike[str], like: Any = None) -> Any:
     """
     target = Path(os.fspath(path))
     header, arrays = _read(target)
+    try:
+        return _rebuild(header, arrays, like)
+    except CheckpointError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as e:
+        raise CheckpointError(f"load: {str(target)!r} holds a structure that cannot be rebuilt ({e})") from None
+
+
+def _rebuild(header: dict[str, Any], arrays: list[np.ndarray], like: Any) -> Any:
     infos = header["leaves"]
     structure = header["structure"]
-    leaves = [_rebuild_leaf(info, arr) for info, arr in zip(infos, arrays)]
+    leaves = [_rebuild_leaf(info, arr, str(info.get("path", i))) for i, (info, arr) in enumerate(zip(infos, arrays))]
     if like is None:
         return tree_unflatten(_decode(structure, ""), leaves)
     like_leaves, like_def = tree_flatten(like)

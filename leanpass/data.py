@@ -28,6 +28,8 @@ def _generator(rng: Any, where: str) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        if rng < 0:
+            raise ValueError(f"{where}: an int seed must be >= 0, got {int(rng)}; pass e.g. rng=0")
         return np.random.default_rng(int(rng))
     raise TypeError(
         f"{where}: rng must be a np.random.Generator or an int seed, got {type(rng).__name__}. "
@@ -59,6 +61,10 @@ def num_batches(n: int, batch_size: int, drop_last: bool = False, shard: tuple[i
     >>> num_batches(10, 4, shard=(0, 4))  # the last 2 examples are fewer than the 4 ranks
     2
     """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"num_batches: batch_size must be a positive int, got {batch_size!r}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"num_batches: n (the number of examples) must be an int >= 0, got {n!r}")
     if shard is None:
         return n // batch_size if drop_last else -(-n // batch_size)
     world = _check_shard(shard, batch_size, "num_batches")[1]
@@ -156,17 +162,37 @@ def train_test_split(*arrays: Any, test_size: float | int = 0.2, rng: np.random.
         order = gen.permutation(n)
         test_idx, train_idx = order[:n_test], order[n_test:]
     else:
-        labels = np.asarray(stratify)
+        labels = stratify._data if hasattr(stratify, "_data") else np.asarray(stratify)
         if labels.shape[:1] != (n,):
             raise ValueError(f"train_test_split: stratify must have one label per example ({n}), got {labels.shape}")
+        if labels.ndim != 1:
+            raise ValueError(f"train_test_split: stratify must be one label per example (1-d), got {labels.shape}")
+        if labels.dtype.kind in "fc" and np.isnan(labels).any():
+            raise ValueError(
+                f"train_test_split: stratify holds NaN labels (at rows {np.flatnonzero(np.isnan(labels))[:5].tolist()}"
+                "...); every example needs a class. Drop those rows or give them a label."
+            )
+        classes, counts = np.unique(labels, return_counts=True)
+        if counts.min() < 2:
+            raise ValueError(
+                f"train_test_split: the class {classes[counts.argmin()].item()!r} of stratify has only 1 example; a "
+                "stratified split needs at least 2 of each class (one for each part). Merge or drop rare "
+                "classes, or split without stratify."
+            )
         test_parts, train_parts = [], []
-        for cls in np.unique(labels):
+        for cls in classes:
             members = gen.permutation(np.flatnonzero(labels == cls))
             k = int(round(len(members) * n_test / n))
             test_parts.append(members[:k])
             train_parts.append(members[k:])
         test_idx = gen.permutation(np.concatenate(test_parts))
         train_idx = gen.permutation(np.concatenate(train_parts))
+        if not len(test_idx) or not len(train_idx):
+            raise ValueError(
+                f"train_test_split: with test_size={test_size} and {len(classes)} classes, no class gets an "
+                f"example in the {'test' if not len(test_idx) else 'train'} part; use a "
+                f"{'larger' if not len(test_idx) else 'smaller'} test_size."
+            )
     out: list[np.ndarray] = []
     for a in data:
         out += [a[train_idx], a[test_idx]]

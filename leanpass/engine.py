@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
+from . import tensor as _tensor
 from .functional.unary import _pass_through
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled
 
@@ -128,6 +129,7 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
     fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
     parents = node._parents
     token = _depth.set(_depth.get() + 1)  # a transform a rule calls is then recorded too
+    _tensor._in_replay += 1  # (debug_nans says "backward" for what is recorded here)
     try:
         with _grad_enabled():
             if node._op in F.TAKES_NEED and fn is F.OPS[node._op]:
@@ -138,6 +140,7 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
             return replayed(g)
     finally:
         _depth.reset(token)
+        _tensor._in_replay -= 1
 
 
 def backward(t: Tensor, cotangent: Any = None, create_graph: bool = False) -> None:
@@ -173,13 +176,31 @@ def _seed(t: Tensor, cotangent: Any) -> Any:
         return np.ones_like(data)
     # A copy: the gradient may be this very array (add passes it through), and it must not
     # change when the caller reuses their buffer, nor lock it read-only.
-    g = np.array(cotangent._data if type(cotangent) is Tensor else cotangent, dtype=t.dtype)
+    raw = cotangent._data if type(cotangent) is Tensor else _real_cotangent(cotangent, "backward(cotangent)")
+    g = np.array(raw, dtype=t.dtype)
     if np.shape(g) != np.shape(data):
         raise ValueError(
             f"backward(cotangent): the cotangent has shape {np.shape(g)} but the Tensor has "
             f"shape {np.shape(data)}; they must match."
         )
     return g
+
+
+def _real_cotangent(value: Any, where: str) -> Any:
+    """``value`` (not a Tensor) checked to be real numbers: a cotangent of None, strings or complex
+    values would otherwise become NaN, parsed text or a dropped imaginary part."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return value
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{where}: the cotangent must be an array of real numbers; {e}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{where}: the cotangent must be real numbers (a float array shaped like the output), but it has "
+            f"dtype {arr.dtype} ({type(value).__name__} {value!r:.60})."
+        )
+    return arr
 
 
 def _match(g: Any, like: Tensor) -> Any:

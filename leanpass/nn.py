@@ -408,9 +408,12 @@ class Linear(Module):
         """Apply the layer to a batch ``(..., in_features)``."""
         w, b = self.weight, self.bias
         x = _as_input(x, w._data.dtype if type(w) is Tensor else w.dtype)
-        if b is None:
-            return ops.matmul(x, w)
-        return _linear(x, w, b)  # one op: x @ w + b
+        try:
+            if b is None:
+                return ops.matmul(x, w)
+            return _linear(x, w, b)  # one op: x @ w + b
+        except ValueError as e:
+            raise _width_error(self, x, self.in_features, e) from None
 
     def _summary(self) -> str:
         extra = "" if self.bias is not None else ", bias=False"
@@ -612,17 +615,33 @@ class LayerNorm(Module):
         x = _as_input(x, self.weight.dtype)
         mu = ops.mean(x, axis=-1, keepdims=True)
         var = ops.var(x, axis=-1, keepdims=True)
-        return (x - mu) / ops.sqrt(var + self.eps) * self.weight + self.bias
+        try:
+            return (x - mu) / ops.sqrt(var + self.eps) * self.weight + self.bias
+        except ValueError as e:
+            raise _width_error(self, x, _leaf_shape(self.weight)[0], e) from None
 
     def _summary(self) -> str:
         return f"LayerNorm({_leaf_shape(self.weight)[0]}, eps={self.eps:g}, dtype={_leaf_dtype(self.weight)})"
 
 
-def dropout(x: ArrayLike, rate: float, rng: np.random.Generator | int | None) -> Any:
+def _width_error(module: Module, x: Any, width: int, err: ValueError) -> ValueError:
+    """A shape error inside ``module``, in the module's words (the NumPy message kept at the end)."""
+    shape = np.shape(x._data if type(x) is Tensor else x)
+    if shape[-1:] == (width,):
+        return err
+    return ValueError(
+        f"{module._summary()}: the input has shape {shape}, but this layer takes inputs of shape (..., {width}) "
+        f"(last axis {width}, not {shape[-1] if shape else 'a scalar'}). Check the layer widths, or reshape the "
+        "input (x.reshape(len(x), -1) flattens each example)."
+    )
+
+
+def dropout(x: ArrayLike, rate: float, rng: np.random.Generator | None) -> Any:
     """Zero each element with probability ``rate`` and scale the rest by ``1 / (1 - rate)``.
 
     With ``rng=None`` (evaluation) ``x`` is returned unchanged. The mask is drawn from ``rng``, so
-    the same generator state gives the same mask.
+    the same generator state gives the same mask. An int seed is refused: it would give the same
+    mask on every call (make one generator, as one PRNG key in JAX, and pass it each time).
 
     >>> dropout(Tensor([1.0, 1.0]), 0.5, None)
     Tensor([1., 1.])
@@ -633,7 +652,13 @@ def dropout(x: ArrayLike, rate: float, rng: np.random.Generator | int | None) ->
         raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
     if rng is None or rate == 0.0:
         return x
-    gen = _check_rng(rng, "dropout")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"dropout: rng must be a np.random.Generator, got {type(rng).__name__}. A seed would draw the "
+            "same mask on every call; make the generator once, rng = np.random.default_rng(0), and pass it "
+            "to each call (it advances, so each call gets a fresh mask)."
+        )
+    gen = rng
     data = x._data if type(x) is Tensor else x if isinstance(x, _lift.RAW) else np.asarray(x)
     dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
     keep = (gen.random(np.shape(data)) >= rate).astype(dtype) * dtype.type(1.0 / (1.0 - rate))
@@ -659,7 +684,7 @@ class Dropout(Module):
             raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
         _set(self, rate=float(rate))
 
-    def __call__(self, x: ArrayLike, *, rng: np.random.Generator | int | None = None) -> Any:
+    def __call__(self, x: ArrayLike, *, rng: np.random.Generator | None = None) -> Any:
         """Apply dropout with a generator (training); return ``x`` unchanged without one."""
         return dropout(x, self.rate, rng)
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import functional as F
 from .functional import _lift
-from .tensor import ArrayLike, Tensor, _astype, _binary, _linear, _shape_arg, _unary, _value, apply
+from .tensor import ArrayLike, Tensor, _astype, _axis_not_dim, _binary, _linear, _shape_arg, _unary, _value, apply
 
 
 def _tensor(x: ArrayLike) -> Any:
@@ -517,3 +517,9 @@ def einsum(*args: Any) -> Tensor:
     """
     subscripts, operands = F.einsum_subscripts(args)
     return apply(F.einsum, "einsum", subscripts, *(_tensor(x) for x in operands))
+
+
+# PyTorch's dim= gets a message naming NumPy's axis=.
+for _name in ("sum", "mean", "max", "min", "var", "std", "logsumexp", "softmax", "log_softmax", "concatenate",
+              "stack", "split", "expand_dims", "squeeze", "take"):
+    globals()[_name] = _axis_not_dim(globals()[_name])

@@ -37,7 +37,7 @@ import numpy as np
 
 from .functional import _lift
 from .tensor import Tensor, _const
-from .tree import tree_flatten, tree_unflatten
+from .tree import register_pytree, tree_flatten, tree_unflatten
 
 __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
@@ -120,6 +120,56 @@ def _state(step: int, slots: tuple[tuple[Any, ...], ...], treedef: Any) -> _Stat
     return tuple.__new__(_State, (step, slots, treedef))
 
 
+# A state is a pytree of its step and slots; the parameters' structure is its metadata (so that
+# ``leanpass.save`` can store it and a loaded state has the same structure as a fresh one).
+register_pytree(_State, lambda s: ((s.step, s.slots), s.treedef), lambda meta, ch: _state(ch[0], ch[1], meta))
+
+
+def _shapes_named(where: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """An ``update`` whose shape errors name the parameter (``.layers[0].weight``), not only NumPy's shapes."""
+
+    def wrap(update: Callable[..., Any]) -> Callable[..., Any]:
+        def checked(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
+            try:
+                return update(grads, state, params)
+            except ValueError as e:
+                raise _shape_mismatch(where, grads, state, params) or e from None
+
+        checked.__doc__ = update.__doc__
+        return checked
+
+    return wrap
+
+
+def _shape_mismatch(where: str, grads: Any, state: _State, params: Any) -> ValueError | None:
+    """The first leaf whose shape differs from the one the state was made for, as an error (or None)."""
+    from .checkpoint import _child_names
+
+    paths: list[str] = []
+    stack = [(state.treedef, "")]
+    while stack:  # the leaves' paths, in order
+        td, path = stack.pop()
+        if td.kind is None:
+            paths.append(path or "<root>")
+            continue
+        names = ([f"[{k!r}]" for k in td.meta] if td.kind is dict else _child_names(td.kind, len(td.children)))
+        stack.extend(reversed([(c, path + n) for c, n in zip(td.children, names)]))
+    made_for = state.slots[0] if state.slots else None
+    for kind, tree in (("gradient", grads), ("parameter", params)):
+        if tree is None:
+            continue
+        arrays, _ = _flat_arrays(tree)
+        refs = made_for if made_for is not None else _flat_arrays(params)[0] if params is not None else arrays
+        for path, a, ref in zip(paths, arrays, refs):
+            if np.shape(a) != np.shape(ref):
+                return ValueError(
+                    f"{where}: the {kind} at {path} has shape {np.shape(a)}, but the state was made for a "
+                    f"parameter of shape {np.shape(ref)} there. Pass the gradients of the params the state was "
+                    "made for, or start a new state for a new model: state = opt.init(params)."
+                )
+    return None
+
+
 # ----- the optimizers ---------------------------------------------------------------------------
 def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = False,
         weight_decay: float = 0.0) -> Optimizer:
@@ -147,6 +197,7 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
         slots = (tuple(np.zeros_like(p) for p in arrays),) if momentum else ()
         return _state(0, slots, treedef)
 
+    @_shapes_named("sgd.update")
     def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
         g = _arrays(grads, state.treedef, "sgd.update")
         lr = _lr_at(learning_rate, state.step)
@@ -207,6 +258,7 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
         arrays, treedef = _flat_arrays(params)
         return _state(0, (tuple(np.zeros_like(p) for p in arrays), tuple(np.zeros_like(p) for p in arrays)), treedef)
 
+    @_shapes_named(f"{name}.update")
     def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
         g = _arrays(grads, state.treedef, f"{name}.update")
         t = state.step + 1

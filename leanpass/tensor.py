@@ -13,12 +13,14 @@ It is 0 for a constant, so recording costs nothing when no gradient is wanted.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import FrozenInstanceError, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -49,6 +51,7 @@ _ABSENT: Any = _Absent()
 _no_grad_entered = 0
 
 ArrayLike = Any  # a Tensor, NumPy array, nested list or Python number
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Callable[[Any, Any], Tensor]:
@@ -71,8 +74,6 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
             to = 0
         ts = self._trace
         trace = ts | to
-        if trace and _no_grad_entered:
-            trace &= _mask_get()
         try:
             if reflected:
                 out, vjp = fn(od, self._data, (_BOTH if ts else _FIRST) if to else (_SECOND if ts else _NEITHER))
@@ -80,6 +81,10 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
                 out, vjp = fn(self._data, od, (_BOTH if to else _FIRST) if ts else (_SECOND if to else _NEITHER))
         except ValueError as e:
             raise _shape_error(name, self._data, od, reflected, e) from None
+        if trace and _no_grad_entered:  # (the slow path: no_grad() or debug_nans() was entered)
+            trace &= _mask_get()
+            if _debug_nans and trace:
+                vjp = _nan_checked(name, out, vjp, (other, self) if reflected else (self, other))
         if not trace:
             return _const(out)
         node: Any = _Building()
@@ -111,9 +116,11 @@ def _linear(x: Any, w: Any, b: Any) -> Tensor:
     wd, tw = (w._data, w._trace) if type(w) is Tensor else (_plain(w, "linear"), 0)
     bd, tb = (b._data, b._trace) if type(b) is Tensor else (_plain(b, "linear"), 0)
     trace = tx | tw | tb
+    out, vjp = F.linear(xd, wd, bd, (tx != 0, tw != 0, tb != 0))
     if trace and _no_grad_entered:
         trace &= _mask_get()
-    out, vjp = F.linear(xd, wd, bd, (tx != 0, tw != 0, tb != 0))
+        if _debug_nans and trace:
+            vjp = _nan_checked("linear", out, vjp, (x, w, b))
     return _node(out, trace, "linear", (x, w, b), vjp) if trace else _const(out)
 
 
@@ -130,6 +137,8 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
         out, vjp = fn(xd)
         if trace and _no_grad_entered:
             trace &= _mask_get()
+            if _debug_nans and trace:
+                vjp = _nan_checked(name, out, vjp, (x,))
         if not trace:
             return _const(out)
         node: Any = _Building()
@@ -303,8 +312,8 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        """The number of elements."""
-        return int(np.size(self._data))
+        """The number of elements (an int, as in NumPy: ``t.size``, not PyTorch's ``t.size()``)."""
+        return _Size(np.size(self._data))
 
     @property
     def T(self) -> Tensor:  # noqa: N802 - NumPy's name
@@ -540,7 +549,10 @@ class Tensor:
 
     def transpose(self, *axes: Any) -> Tensor:
         """Permute axes (reverse them with no argument); see ``leanpass.transpose``."""
-        return _unary(F.transpose, "transpose", self, _shape_arg(axes) if axes else None)
+        perm = _shape_arg(axes) if axes else None
+        if perm is not None and len(perm) != np.ndim(self._data):
+            raise _transpose_error(perm, np.shape(self._data))
+        return _unary(F.transpose, "transpose", self, perm)
 
     permute = transpose
 
@@ -556,12 +568,169 @@ class Tensor:
         """Cast to ``dtype`` (the gradient is cast back); see ``leanpass.astype``."""
         return _astype(self, dtype)
 
+    # ----- more of what NumPy and PyTorch users reach for -------------------------------------
+    @property
+    def op(self) -> str:
+        """The name of the op that made this Tensor (``"leaf"`` for one made directly), read-only.
+
+        >>> (Tensor([1.0], requires_grad=True) * 2).op
+        '*'
+        """
+        return self._op
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802 - NumPy's and PyTorch's name
+        """The last two axes swapped (a batch of matrices, each transposed).
+
+        >>> Tensor(np.zeros((5, 2, 3))).mT.shape
+        (5, 3, 2)
+        """
+        if np.ndim(self._data) < 2:
+            raise ValueError(f".mT needs at least 2 axes (a matrix or a batch of them), got shape {self.shape}")
+        return _unary(F.swapaxes, "swapaxes", self, -2, -1)
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Any:
+        """Indices of the maxima along ``axis`` (of the flattened values when None), as NumPy integers.
+
+        Not differentiable, like the comparisons: the result is a plain NumPy array (or integer).
+
+        >>> Tensor([[1.0, 3.0], [4.0, 2.0]]).argmax(axis=1)
+        array([1, 0])
+        """
+        return np.argmax(self._data, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Any:
+        """Indices of the minima along ``axis``, as NumPy integers (see ``argmax``).
+
+        >>> Tensor([[1.0, 3.0], [4.0, 2.0]]).argmin(axis=1)
+        array([0, 1])
+        """
+        return np.argmin(self._data, axis=axis, keepdims=keepdims)
+
+    def softmax(self, axis: int = -1) -> Tensor:
+        """Softmax along ``axis``; see ``leanpass.softmax``.
+
+        >>> Tensor([0.0, 0.0]).softmax()
+        Tensor([0.5, 0.5])
+        """
+        return _unary(F.softmax, "softmax", self, axis)
+
+    def log_softmax(self, axis: int = -1) -> Tensor:
+        """Log-softmax along ``axis``; see ``leanpass.log_softmax``.
+
+        >>> Tensor([0.0, 0.0]).log_softmax().exp()
+        Tensor([0.5, 0.5])
+        """
+        return _unary(F.log_softmax, "log_softmax", self, axis)
+
+    # PyTorch spellings with a NumPy name, as methods that say so. (Not a ``__getattr__``: a class
+    # with one loses CPython's fast attribute access on every ``t._data``, about 12% of the engine.)
+    def view(self, *shape: Any) -> Tensor:
+        """PyTorch's ``t.view(...)``: raises ``TypeError`` naming NumPy's (and LeanPass's) ``t.reshape(...)``.
+
+        >>> Tensor([1.0, 2.0]).view(2, 1)
+        Traceback (most recent call last):
+          ...
+        TypeError: t.view(...) is PyTorch's spelling; LeanPass uses NumPy's: t.reshape(...)
+        """
+        raise TypeError("t.view(...) is PyTorch's spelling; LeanPass uses NumPy's: t.reshape(...)")
+
+    def dim(self) -> int:
+        """PyTorch's ``t.dim()``: raises ``TypeError`` naming NumPy's ``t.ndim`` (a property).
+
+        >>> Tensor([1.0, 2.0]).dim()
+        Traceback (most recent call last):
+          ...
+        TypeError: t.dim() is PyTorch's spelling; LeanPass uses NumPy's: t.ndim (a property)
+        """
+        raise TypeError("t.dim() is PyTorch's spelling; LeanPass uses NumPy's: t.ndim (a property)")
+
+    def _update_in_place(self, sign: str) -> None:
+        """``p -= ...`` on a parameter inside ``no_grad()``: refused, with the LeanPass way (see ``__isub__``)."""
+        # (outside no_grad() the result is recorded from p, so rebinding the name is what it seems)
+        if self._trace & 1 and self._vjp is None and _no_grad_entered and not _mask_get() & 1:
+            raise TypeError(
+                f"p {sign}= ... inside no_grad(): this Tensor is a parameter (requires_grad=True), and Tensors "
+                f"are immutable, so {sign}= would only rebind the name to a new constant Tensor, which the model "
+                "does not hold and backward() does not reach (PyTorch's in-place update has no equivalent). "
+                "Build new parameters instead, outside no_grad(): p = leanpass.optim.apply_updates(p, -lr * p.grad) "
+                "for one Tensor, or for a model: updates, state = opt.update(optim.collect_grads(model), state, "
+                "model); model = optim.apply_updates(model, updates)."
+            )
+
+    def __iadd__(self, other: Any) -> Tensor:
+        self._update_in_place("+")
+        return self + other
+
+    def __isub__(self, other: Any) -> Tensor:
+        """``t -= x`` rebinds ``t`` to ``t - x``; refused on a parameter inside ``no_grad()``.
+
+        >>> w = Tensor([1.0], requires_grad=True)
+        >>> with no_grad():
+        ...     w -= 0.1  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+          ...
+        TypeError: p -= ... inside no_grad(): this Tensor is a parameter (requires_grad=True), ...
+        """
+        self._update_in_place("-")
+        return self - other
+
+    def __imul__(self, other: Any) -> Tensor:
+        self._update_in_place("*")
+        return self * other
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        self._update_in_place("/")
+        return self / other
+
     # ----- NumPy's dispatch protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return _numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return _numpy_dispatch.array_function(func, args, kwargs)
+
+
+# ----- PyTorch spellings: messages that name the NumPy (LeanPass) one ---------------------------
+def _axis_not_dim(fn: _F) -> _F:
+    """``fn``, answering PyTorch's ``dim=`` keyword with NumPy's ``axis=`` (an ops function or a method)."""
+
+    name = fn.__qualname__
+    where = "t." + name[7:] if name.startswith("Tensor.") else "leanpass." + name
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if "dim" in kwargs:
+            raise TypeError(
+                f"{where}(dim={kwargs['dim']!r}): LeanPass uses NumPy's "
+                f"name for it, axis= (write axis={kwargs['dim']!r})."
+            )
+        return fn(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
+def _transpose_error(perm: tuple[Any, ...], shape: tuple[int, ...]) -> ValueError:
+    hint = ""
+    if len(perm) == 2 and len(shape) > 2:
+        hint = (f" PyTorch's t.transpose({perm[0]}, {perm[1]}) swaps two axes: NumPy's (and LeanPass's) "
+                f"spelling is t.swapaxes({perm[0]}, {perm[1]}) (t.mT for the last two).")
+    return ValueError(
+        f"transpose{tuple(perm)}: a Tensor of shape {shape} needs a permutation of all its {len(shape)} axes, "
+        f"as in NumPy.{hint}"
+    )
+
+
+class _Size(int):
+    """``t.size``: the number of elements, an int (as in NumPy). Calling it, as in PyTorch, says so."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any) -> Any:
+        raise TypeError(
+            f"t.size is NumPy's number of elements ({int(self)}), not a method: t.size() is PyTorch's "
+            "spelling of the shape. Use t.shape (and t.shape[i] for t.size(i))."
+        )
 
 
 def _setattr(self: Tensor, name: str, value: Any) -> None:
@@ -576,6 +745,9 @@ def _setattr(self: Tensor, name: str, value: Any) -> None:
 
 
 Tensor.__setattr__ = _setattr  # type: ignore[method-assign, assignment]
+for _name in ("sum", "mean", "max", "min", "var", "std", "squeeze", "softmax", "log_softmax", "argmax", "argmin",
+              "take"):
+    setattr(Tensor, _name, _axis_not_dim(getattr(Tensor, _name)))
 
 
 class _Building(Tensor):
@@ -773,6 +945,8 @@ def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
     out, vjp = fn(xd, *params)
     if trace and _no_grad_entered:
         trace &= _mask_get()
+        if _debug_nans and trace:
+            vjp = _nan_checked(name, out, vjp, (x,))
     return _node(out, trace, name, (x, *params), vjp) if trace else _const(out)
 
 
@@ -799,8 +973,6 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         else:
             raw.append(a)
             need.append(False)
-    if trace and _no_grad_entered:
-        trace &= _mask_get()
     builtin = F.OPS.get(name)
     if builtin is None:
         out, vjp = fn(*raw)
@@ -812,9 +984,14 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         out, vjp = fn(*raw, need=tuple(need))
     else:
         out, vjp = fn(*raw)
+    vjp = vjp if builtin is not None else CustomVJP(fn, vjp)
+    if trace and _no_grad_entered:
+        trace &= _mask_get()
+        if _debug_nans and trace:
+            vjp = _nan_checked(name, out, vjp, args)
     if not trace:
         return _const(out)
-    return _node(out, trace, name, args, vjp if builtin is not None else CustomVJP(fn, vjp))
+    return _node(out, trace, name, args, vjp)
 
 
 class CustomVJP:
@@ -842,6 +1019,13 @@ def _shape_error(name: str, a: Any, b: Any, swap: bool, err: ValueError) -> Valu
     if swap:
         a, b = b, a
     sa, sb = np.shape(a), np.shape(b)
+    try:
+        np.broadcast_shapes(sa, sb)
+    except ValueError:
+        pass
+    else:  # the shapes are fine: the op refused the values (e.g. integers to a negative power)
+        hint = " Use floats, e.g. Tensor([2.0]) ** -1 or t.astype(np.float64) ** -1." if name == "**" else ""
+        return ValueError(f"{name!r}: {err}{hint}")
     return ValueError(
         f"{name!r}: shapes {sa} and {sb} do not broadcast. NumPy broadcasting lines up trailing "
         "axes, and each pair must be equal or 1; reshape an operand (e.g. x.reshape(-1, 1)) so "
@@ -863,6 +1047,72 @@ def _plain_index(index: Any) -> Any:
 def _shape_arg(args: tuple[Any, ...]) -> Any:
     """``f(2, 3)`` and ``f((2, 3))`` both mean the tuple ``(2, 3)``."""
     return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+
+
+# ----- the recorders' slow path: no_grad() and debug_nans() ----------------------------------------
+# How many debug_nans() blocks are active (in any thread); the environment variable LEANPASS_DEBUG_NANS=1
+# switches it on for the whole run.
+_debug_nans = 1 if os.environ.get("LEANPASS_DEBUG_NANS", "0") not in ("", "0") else 0
+if _debug_nans:
+    _no_grad_entered = 1
+_in_replay = 0  # > 0 while a create_graph=True backward pass replays rules (ops recorded there are backward)
+
+
+def _nan_checked(name: str, out: Any, vjp: Any, inputs: tuple[Any, ...]) -> Any:
+    """With ``debug_nans`` on, a recorded op's output is checked here and its VJP comes back wrapped.
+
+    The recorders reach it only on their slow path, taken once ``no_grad()`` or ``debug_nans()``
+    has been entered (in any thread), so it costs nothing until then and one test after."""
+    _check_nans(name, out, inputs, "backward pass (a create_graph replay)" if _in_replay else "forward pass")
+    if type(vjp) is CustomVJP:
+        return CustomVJP(vjp.fn, _NanCheckedVJP(name, vjp.vjp, inputs))
+    return _NanCheckedVJP(name, vjp, inputs)
+
+
+def _shapes(values: tuple[Any, ...]) -> str:
+    return ", ".join(str(np.shape(v._data if type(v) is Tensor else v)) for v in values
+                     if type(v) is Tensor or isinstance(v, (np.ndarray, np.generic, float, int)))
+
+
+def _has_nan(x: Any) -> bool:
+    x = x._data if type(x) is Tensor else x
+    return getattr(x, "dtype", np.dtype(float)).kind == "f" and bool(np.isnan(x).any())
+
+
+def _has_inf(x: Any) -> bool:
+    x = x._data if type(x) is Tensor else x
+    return getattr(x, "dtype", np.dtype(float)).kind == "f" and bool(np.isinf(x).any())
+
+
+def _check_nans(name: str, out: Any, inputs: tuple[Any, ...], phase: str) -> None:
+    if _has_nan(out):
+        had = any(_has_nan(v) for v in inputs if type(v) is Tensor or isinstance(v, np.ndarray))
+        raise FloatingPointError(
+            f"debug_nans: op {name!r} made a NaN in the {phase}, from inputs of shapes ({_shapes(inputs)})"
+            + (" (an input already held a NaN: it came from outside the recorded graph)" if had else
+               ". Typical causes: log or sqrt of a negative number, 0 / 0, inf - inf, inf * 0.")
+        )
+
+
+class _NanCheckedVJP:
+    """An op's VJP that raises ``FloatingPointError`` when a cotangent it returns holds a NaN (``debug_nans``)."""
+
+    __slots__ = ("name", "vjp", "shapes")
+
+    def __init__(self, name: str, vjp: Any, inputs: tuple[Any, ...]) -> None:
+        self.name, self.vjp, self.shapes = name, vjp, _shapes(inputs)
+
+    def __call__(self, g: Any) -> Any:
+        cts = self.vjp(g)
+        for i, c in enumerate(cts):
+            if c is not None and _has_nan(c):
+                raise FloatingPointError(
+                    f"debug_nans: the VJP of op {self.name!r} made a NaN in the backward pass (the cotangent of "
+                    f"its input {i}), from inputs of shapes ({self.shapes}) and an output cotangent of shape "
+                    f"{np.shape(g)}" + (" that already held a NaN." if _has_nan(g) else
+                                        " that held an inf (from the op after it)." if _has_inf(g) else ".")
+                )
+        return cts
 
 
 # ----- no_grad --------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .engine import _depth, _level, reverse_pass
+from .engine import _depth, _level, _real_cotangent, reverse_pass
 from .functional import _lift
 from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
@@ -254,7 +254,8 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     out_leaves, out_def = tree_flatten(out)
 
     def vjp_fn(cotangent: Any) -> Any:
-        ct_leaves, ct_def = tree_flatten(cotangent)
+        # (an array output takes its cotangent as one array: a nested list is its values)
+        ct_leaves, ct_def = ([cotangent], out_def) if out_def.kind is None else tree_flatten(cotangent)
         if ct_def != out_def:
             raise ValueError(
                 "vjp_fn: the cotangent must have the structure of the output "
@@ -269,7 +270,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             elif isinstance(c, _lift.RAW) and type(c) is not np.ndarray:  # a stand-in of jit
                 c_arr = c.astype(o.dtype if type(o) is Tensor else np.result_type(o))
             else:
-                c_arr = np.array(c, dtype=np.result_type(o))
+                c_arr = np.array(_real_cotangent(c, "vjp_fn"), dtype=np.result_type(o))
             if np.shape(c_arr) != np.shape(o):
                 raise ValueError(
                     f"vjp_fn: cotangent shape {np.shape(c_arr)} does not match the output "

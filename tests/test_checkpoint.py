@@ -128,7 +128,7 @@ def test_write_is_atomic(tmp_path, monkeypatch):
 
 
 def test_unsavable_leaves_are_refused(tmp_path):
-    with pytest.raises(TypeError, match="leaf at \\['a'\\] is a str"):
-        lp.save(tmp_path / "x.npz", {"a": "text"})
+    with pytest.raises(TypeError, match="leaf at \\['a'\\] is a bytes"):
+        lp.save(tmp_path / "x.npz", {"a": b"text"})
     with pytest.raises(TypeError, match="without pickle"):
         lp.save(tmp_path / "x.npz", [np.array([object()])])

@@ -43,7 +43,7 @@ def test_doc_examples_run_and_print_what_they_say(path: Path) -> None:
     for code, expected, line in found:
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            exec(compile(code, f"{path.name}:{line}", "exec"), namespace)
+            exec(compile(code, f"{path.name}:{line}", "exec", dont_inherit=True), namespace)  # (as a script runs)
         if expected is not None:
             got = "\n".join(s.rstrip() for s in buf.getvalue().rstrip().splitlines())
             want = "\n".join(s.rstrip() for s in expected.rstrip().splitlines())

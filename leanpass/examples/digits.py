@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -353,6 +356,42 @@ def train(epochs: int | None = None, seed: int = 0, hidden: Sequence[int] = (256
             "seconds": seconds}
 
 
+MAX_PARAMS = 50_000_000  # a 200 MB float32 model: far beyond what 1,437 training images call for
+
+
+def check_common(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse ``--epochs`` below 1 and a negative ``--seed``, as argparse refuses a bad option (exit 2).
+
+    >>> parser = argparse.ArgumentParser(prog="demo")
+    >>> check_common(parser, argparse.Namespace(epochs=3, seed=0))  # fine: nothing happens
+    """
+    if args.epochs < 1:
+        parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0 (NumPy seeds are non-negative), got {args.seed}")
+
+
+def unwritable(path: str) -> str | None:
+    """Why a checkpoint cannot be written at ``path`` (None when it can), checked before training.
+
+    >>> unwritable("/no/such/dir/model.npz")
+    "the directory '/no/such/dir' does not exist"
+    """
+    target = os.path.abspath(path)
+    directory = os.path.dirname(target)
+    if os.path.isdir(target):
+        return "is a directory; give a file name, e.g. --output model.npz"
+    if not os.path.isdir(directory):
+        return f"the directory {directory!r} does not exist"
+    try:  # (a real attempt: permission bits say nothing to root, nor about read-only file systems)
+        fd, probe = tempfile.mkstemp(prefix=".leanpass-probe.", dir=directory)
+    except OSError as e:
+        return f"cannot write in {directory!r} ({e.strerror})"
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """The command line: ``python -m leanpass.examples.digits [options]``.
 
@@ -393,14 +432,27 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="train data-parallel over the processes of mpiexec -n N (needs mpi4py: "
                              "pip install \"leanpass[mpi]\"); --batch-size is the global batch")
     args = parser.parse_args(argv)
-    if ((args.epochs is not None and args.epochs < 1) or (args.batch_size is not None and args.batch_size < 1)
-            or any(h < 1 for h in args.hidden) or not args.lr > 0):
-        parser.error("--epochs, --batch-size, --hidden and --lr must be positive")
+    if args.epochs is not None and args.epochs < 1:
+        parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0 (NumPy seeds are non-negative), got {args.seed}")
+    if ((args.batch_size is not None and args.batch_size < 1) or any(h < 1 for h in args.hidden)
+            or not (math.isfinite(args.lr) and args.lr > 0)):
+        parser.error("--batch-size, --hidden and --lr must be positive (and --lr finite)")
+    if args.model == "mlp":
+        widths = [64, *args.hidden, 10]
+        params = sum((a + 1) * b for a, b in zip(widths[:-1], widths[1:]))
+        if params > MAX_PARAMS:
+            parser.error(f"--hidden {' '.join(map(str, args.hidden))} makes a model of {params:,} parameters "
+                         f"({params * 4 / 2**30:.1f} GiB of float32 weights); this example allows up to {MAX_PARAMS:,}")
     if args.dropout is not None and not 0 <= args.dropout < 1:
         parser.error("--dropout must be in [0, 1)")
     if args.label_smoothing is not None and not 0 <= args.label_smoothing <= 1:
         parser.error("--label-smoothing must be in [0, 1]")
     output = args.output if args.output is not None else f"digits_{args.model}.npz"
+    problem = unwritable(output) if output else None  # ("" saves nothing)
+    if problem:
+        parser.error(f"--output {output}: {problem}")
     if args.batch_size is None:
         args.batch_size = 64 if args.model == "cnn" else 32
     if args.distributed:

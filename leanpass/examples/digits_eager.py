@@ -19,7 +19,7 @@ import numpy as np
 
 from leanpass import data, losses, nn, optim
 from leanpass.datasets import load_digits
-from leanpass.examples.digits import accuracy, limit_blas_threads
+from leanpass.examples.digits import accuracy, check_common, limit_blas_threads
 
 
 def train(epochs: int = 40, seed: int = 0, hidden: int = 256, lr: float = 3e-3, batch_size: int = 32,
@@ -68,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--blas-threads", type=int, default=1, metavar="N",
                         help="OpenBLAS threads (default 1; 0 leaves NumPy's default)")
     args = parser.parse_args(argv)
+    check_common(parser, args)
     if args.blas_threads > 0:
         limit_blas_threads(args.blas_threads)
     return train(epochs=args.epochs, seed=args.seed)
