@@ -222,15 +222,17 @@ def matrix_power(a: ArrayLike, n: int) -> Tensor:
         shape = t.shape
         return Tensor(np.broadcast_to(np.eye(shape[-1], dtype=t.dtype), shape).copy())
     base = inv(t) if n < 0 else t
-    result: Tensor | None = None
     k = abs(int(n))
-    while k:  # by squaring: log2(n) products
-        if k & 1:
-            result = base if result is None else result @ base
+    while not k & 1:  # by squaring: log2(n) products (k >= 1 here)
+        base = base @ base
         k >>= 1
-        if k:
-            base = base @ base
-    assert result is not None  # k >= 1 on entry, so the loop set it
+    result = base
+    k >>= 1
+    while k:
+        base = base @ base
+        if k & 1:
+            result = result @ base
+        k >>= 1
     return result
 
 
