@@ -129,18 +129,24 @@ class _Traced:
         live = [(r, s) for r, s in zip(roots, seeds) if type(r) is Tensor and r._trace & self.bit]
         # Recorded when the function ran inside another transform, or when the cotangents are
         # being differentiated themselves (a vjp_fn called inside grad, say).
-        nested = self.nested or any(type(s) is Tensor and s._trace for _, s in live)
-        level_token = _level.set(max(_level.get(), self.level + 1))
-        try:
-            if nested:  # a recorded pass, even under an outer no_grad()
+        nested = self.nested
+        if not nested:  # (a loop: the usual top-level call, a constant seed, makes no generator)
+            for _, s in live:
+                if type(s) is Tensor and s._trace:
+                    nested = True
+                    break
+        if nested:  # a recorded pass, even under an outer no_grad(); the transforms its rules
+            # call take trace bits above this one (on raw arrays they record nothing that could meet it)
+            level_token = _level.set(max(_level.get(), self.level + 1))
+            try:
                 with _grad_enabled():
                     seeds_ = [s if type(s) is Tensor else _const(s) for _, s in live]
                     leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, True)
-            else:  # raw arrays: nothing is recorded
-                seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
-                leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
-        finally:
-            _level.reset(level_token)
+            finally:
+                _level.reset(level_token)
+        else:  # raw arrays: nothing is recorded
+            seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
+            leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
         results = []
         for (orig, treedef), ins in zip(self.trees, self.inputs):
             grads = []
