@@ -145,22 +145,52 @@ def test_the_three_bilinear_routines_are_adjoint():
 def test_winograd_layers_match_im2col():
     rng = np.random.default_rng(2)
     c = C.WINOGRAD_MIN_CHANNELS
-    for h, w, pads in ((8, 8, ((1, 1), (1, 1))), (9, 10, ((1, 1), (0, 2))), (8, 11, ((0, 0), (0, 0)))):
-        x, wt = rng.standard_normal((2, c, h, w)), rng.standard_normal((c, c, 3, 3))
-        assert C._winograd_fits(x.shape, wt.shape, (1, 1), (1, 1), 1)
+    for h, w, pads in ((8, 8, ((1, 1), (1, 1))), (9, 10, ((1, 1), (0, 2))), (8, 11, ((0, 0), (0, 0))),
+                       (13, 9, ((2, 0), (1, 2)))):
+        x, wt = rng.standard_normal((2, c, h, w)), rng.standard_normal((c + 1, c, 3, 3))
+        assert C._winograd_fits(x, wt, (1, 1), (1, 1), 1)
         got, vjp = F.conv2d(x, wt, None, 1, pads)
         g = rng.standard_normal(got.shape)
-        np.testing.assert_allclose(vjp(g)[1], C._wgrad_raw(x, g, wt.shape, (1, 1), pads, (1, 1), 1), rtol=1e-9,
+        gx, gw = vjp(g)[:2]
+        np.testing.assert_allclose(gw, C._wgrad_raw(x, g, wt.shape, (1, 1), pads, (1, 1), 1), rtol=1e-9,
                                    atol=1e-9)  # the Winograd weight gradient against im2col's
+        ref_gx = ref_conv_transpose2d(g, wt)[:, :, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + w]
+        np.testing.assert_allclose(gx, ref_gx, rtol=1e-9, atol=1e-9)  # the transposed transforms' input gradient
+        assert C._winograd_t_fits(g, wt, (h, w), pads, (1, 1), (1, 1), 1)
+        np.testing.assert_allclose(F.conv_transpose_input(g, wt, (h, w), (1, 1), pads, (1, 1), 1)[0], ref_gx,
+                                   rtol=1e-9, atol=1e-9)
         cols = C._im2col(x, (3, 3), (1, 1), pads, (1, 1), got.shape[2:], 1)
         want = C._nchw(np.matmul(cols, C._weight_matrix(wt, 1)), 2, got.shape[2:])
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
         x32, w32 = x.astype(np.float32), wt.astype(np.float32)
-        y32 = F.conv2d(x32, w32, None, 1, pads)[0]
-        assert y32.dtype == np.float32
+        for _ in range(2):  # the second call reuses the first one's scratch buffers
+            y32 = F.conv2d(x32, w32, None, 1, pads)[0]
+            assert y32.dtype == np.float32
+            assert np.max(np.abs(y32 - want)) < 2e-5 * np.max(np.abs(want))
+        other = F.conv2d(2 * x32, w32, None, 1, pads)[0]  # reusing buffers never changes an earlier result
         assert np.max(np.abs(y32 - want)) < 2e-5 * np.max(np.abs(want))
+        assert np.max(np.abs(other - 2 * want)) < 4e-5 * np.max(np.abs(want))
     check_grads(lambda x, w: lp.conv2d(x, w, padding=1), [rng.standard_normal((1, c, 8, 8)),
                                                          rng.standard_normal((c, c, 3, 3)) * 0.1], order=2)
+
+
+def test_winograd_sized_layers_under_transforms():
+    rng = np.random.default_rng(5)
+    c = C.WINOGRAD_MIN_CHANNELS
+    x, w = rng.standard_normal((2, c, 8, 8)), rng.standard_normal((c, c, 3, 3)) * 0.1
+    y = lp.conv2d(x, w, padding=1).numpy()
+
+    def loss(x, w):
+        return (lp.conv2d(x, w, padding=1) ** 2).sum()
+
+    gx, gw = lp.grad(loss, argnums=(0, 1))(x, w)
+    jx, jw = lp.jit(lp.grad(loss, argnums=(0, 1)))(x, w)  # traced: im2col instead of the buffered transforms
+    np.testing.assert_allclose(jx, gx, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(jw, gw, rtol=1e-9, atol=1e-9)
+    batched = lp.vmap(lambda x: lp.conv2d(x[None], w, padding=1)[0])(x)
+    np.testing.assert_allclose(batched, y, rtol=1e-9, atol=1e-9)
+    _, tangent = lp.jvp(lambda x: lp.conv2d(x, w, padding=1), (x,), (x,))
+    np.testing.assert_allclose(tangent, y, rtol=1e-9, atol=1e-9)  # linear in x
 
 
 def test_conv2d_same_valid_and_depthwise():
