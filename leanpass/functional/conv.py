@@ -137,6 +137,37 @@ def check_conv(xshape: tuple[int, ...], wshape: tuple[int, ...], groups: int, wh
 
 
 # ----- the raw routines (arrays in, arrays out) ------------------------------------------------------
+SCRATCH_BYTES = 64 * 1024 * 1024  # the most the reused scratch buffers of one thread may hold
+_scratch = threading.local()
+
+
+def _buffer(tag: str, shape: tuple[int, ...], dtype: Any, border: Any = None) -> Any:
+    """A scratch array of ``shape`` that the next call with the same ``tag`` gets back, its contents left over.
+
+    A fresh array of a layer's size starts with a page fault every 4 KiB (glibc maps it anew),
+    which cost more than the arithmetic of the transforms. ``border`` (a key) asks for zeros the
+    first time: the caller then only ever writes the same interior. At most ``SCRATCH_BYTES``
+    per thread are kept.
+    """
+    arrays = getattr(_scratch, "arrays", None)
+    if arrays is None:
+        arrays = _scratch.arrays = {}
+    key = (tag, shape, np.dtype(dtype), border)
+    a = arrays.get(key)
+    if a is None:
+        a = np.zeros(shape, dtype) if border is not None else np.empty(shape, dtype)
+        if sum(b.nbytes for b in arrays.values()) + a.nbytes > SCRATCH_BYTES:
+            arrays.clear()
+        arrays[key] = a
+    return a
+
+
+def _plain(*arrays: Any) -> bool:
+    """All plain float arrays of one dtype (what the buffered Winograd transforms can write for)."""
+    dt = arrays[0].dtype if type(arrays[0]) is np.ndarray else None
+    return dt is not None and dt.kind == "f" and all(type(a) is np.ndarray and a.dtype == dt for a in arrays)
+
+
 def _pad_crop(x: Any, pads: Pads) -> Any:
     """Pad the last two axes with zeros where ``pads`` is positive, crop where it is negative."""
     (t, b), (lf, r) = pads
@@ -154,6 +185,11 @@ def _nhwc_windows(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair
     xh = np.transpose(x, (0, 2, 3, 1))
     if any(pads[0]) or any(pads[1]):
         xh = np.pad(xh, ((0, 0), pads[0], pads[1], (0, 0)))
+    return _windows(xh, kernel, stride, dilation, out)
+
+
+def _windows(xh: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> Any:
+    """The windows of padded NHWC ``xh`` as a view ``(N, Ho, Wo, C, kH, kW)``."""
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out
     win = _window_view(xh, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(1, 2))
     return win[:, :(ho - 1) * sh + 1:sh, :(wo - 1) * sw + 1:sw, :, ::dh, ::dw]
@@ -161,6 +197,8 @@ def _nhwc_windows(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair
 
 def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair, groups: int) -> Any:
     """``(groups, N*Ho*Wo, kH*kW*C/groups)``: each row one window, channels last (one copy)."""
+    if groups == 1 and _plain(x):
+        return _im2col_plain(x, kernel, stride, pads, dilation, out)
     win = _nhwc_windows(x, kernel, stride, pads, dilation, out)
     n, ho, wo, c, kh, kw = win.shape
     g = groups
@@ -168,6 +206,26 @@ def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out:
         return win.transpose(0, 1, 2, 4, 5, 3).reshape(1, n * ho * wo, kh * kw * c)
     win = win.reshape(n, ho, wo, g, c // g, kh, kw)
     return win.transpose(3, 0, 1, 2, 5, 6, 4).reshape(g, n * ho * wo, kh * kw * (c // g))
+
+
+def _im2col_plain(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair) -> Any:
+    """``_im2col`` of a plain array: padded in a reused buffer (``np.pad`` costs more than the copy on small
+    layers), copied tap by tap when there are few channels (a strided copy of 1-channel windows is slow)."""
+    n, c, h, wd = x.shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out
+    xh = x.transpose(0, 2, 3, 1)
+    if any(pads[0]) or any(pads[1]):
+        xp = _buffer("pad", (n, h + sum(pads[0]), wd + sum(pads[1]), c), x.dtype, border=pads)
+        xp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd] = xh
+        xh = xp
+    cols = np.empty((n, ho, wo, kh, kw, c), x.dtype)  # (never a view of the reused buffer: it is kept)
+    if c < 8:
+        for a in range(kh):
+            for b in range(kw):
+                cols[:, :, :, a, b] = xh[:, a * dh:a * dh + (ho - 1) * sh + 1:sh, b * dw:b * dw + (wo - 1) * sw + 1:sw]
+    else:
+        np.copyto(cols, _windows(xh, kernel, stride, dilation, out).transpose(0, 1, 2, 4, 5, 3))
+    return cols.reshape(1, n * ho * wo, kh * kw * c)
 
 
 def _weight_matrix(w: Any, groups: int) -> Any:
@@ -213,6 +271,8 @@ def _conv_t_raw(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: 
     _, _, kh, kw = w.shape
     if _winograd_t_fits(g, w, size, pads, stride, dilation, groups):
         return _winograd_t(g, w, size, pads)
+    if _col2im_fits(g, w, size, stride, pads, dilation, groups):
+        return _col2im(g, w, size, stride, pads, dilation)
     if stride != (1, 1):
         return _conv_t_phases(g, w, size, stride, pads, dilation, groups)
     z = g
@@ -226,6 +286,32 @@ def _conv_t_raw(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: 
         return _conv_raw(z, _flip_transpose(w, groups), (1, 1), (new[0], new[1]), dilation, groups)[0]
     zp = _pad_crop(z, (new[0], new[1]))
     return _conv_raw(zp, _flip_transpose(w, groups), (1, 1), ((0, 0), (0, 0)), dilation, groups)[0]
+
+
+def _col2im_fits(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> bool:
+    """col2im for plain arrays with no more input than output channels (its columns are then smaller than
+    an im2col of ``g``'s), when the taps stay inside the padded input."""
+    o, c, kh, kw = w.shape
+    return (groups == 1 and c <= o and _plain(g, w) and min(pads[0] + pads[1]) >= 0
+            and all(dilation[a] * (w.shape[2 + a] - 1) + stride[a] * (g.shape[2 + a] - 1) < size[a] + sum(pads[a])
+                    for a in (0, 1)))
+
+
+def _col2im(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair) -> Any:
+    """The transposed convolution by col2im: one product gives each window's gradient, and each kernel
+    tap's slice of them is added into the padded input's gradient (channels last)."""
+    n, o, ho, wo = g.shape
+    _, c, kh, kw = w.shape
+    (sh, sw), (dh, dw), dt = stride, dilation, np.result_type(g, w)
+    gm = g.transpose(0, 2, 3, 1).reshape(n * ho * wo, o)
+    taps = w.transpose(2, 3, 0, 1).reshape(kh * kw, o, c)
+    dcols = np.matmul(gm, taps, out=_buffer("dcols", (kh * kw, n * ho * wo, c), dt))  # tap-major: contiguous adds
+    dxp = np.zeros((n, size[0] + sum(pads[0]), size[1] + sum(pads[1]), c), dt)
+    for a in range(kh):
+        for b in range(kw):
+            dxp[:, a * dh:a * dh + (ho - 1) * sh + 1:sh, b * dw:b * dw + (wo - 1) * sw + 1:sw] += (
+                dcols[a * kw + b].reshape(n, ho, wo, c))
+    return dxp[:, pads[0][0]:pads[0][0] + size[0], pads[1][0]:pads[1][0] + size[1]].transpose(0, 3, 1, 2)
 
 
 def _conv_t_phases(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> Any:
@@ -290,37 +376,6 @@ def _wgrad_raw(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: Pads
 _G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
                [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], dtype=np.float64)
 WINOGRAD_MIN_CHANNELS = 32  # below this, its fixed cost of ~150 NumPy calls outweighs the saved multiplications
-SCRATCH_BYTES = 64 * 1024 * 1024  # the most the reused scratch buffers of one thread may hold
-_scratch = threading.local()
-
-
-def _buffer(tag: str, shape: tuple[int, ...], dtype: Any, border: Any = None) -> Any:
-    """A scratch array of ``shape`` that the next call with the same ``tag`` gets back, its contents left over.
-
-    A fresh array of a layer's size starts with a page fault every 4 KiB (glibc maps it anew),
-    which cost more than the arithmetic of the transforms. ``border`` (a key) asks for zeros the
-    first time: the caller then only ever writes the same interior. At most ``SCRATCH_BYTES``
-    per thread are kept.
-    """
-    arrays = getattr(_scratch, "arrays", None)
-    if arrays is None:
-        arrays = _scratch.arrays = {}
-    key = (tag, shape, np.dtype(dtype), border)
-    a = arrays.get(key)
-    if a is None:
-        a = np.zeros(shape, dtype) if border is not None else np.empty(shape, dtype)
-        if sum(b.nbytes for b in arrays.values()) + a.nbytes > SCRATCH_BYTES:
-            arrays.clear()
-        arrays[key] = a
-    return a
-
-
-def _plain(*arrays: Any) -> bool:
-    """All plain float arrays of one dtype (what the buffered Winograd transforms can write for)."""
-    dt = arrays[0].dtype if type(arrays[0]) is np.ndarray else None
-    return dt is not None and dt.kind == "f" and all(type(a) is np.ndarray and a.dtype == dt for a in arrays)
-
-
 def _winograd_sized(wshape: tuple[int, ...], channels: int, size: tuple[int, ...], stride: Pair, dilation: Pair,
                     groups: int) -> bool:
     """A 3x3, stride-1 convolution with many channels and at least 8x8 input pixels: where Winograd wins."""

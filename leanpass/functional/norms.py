@@ -28,6 +28,15 @@ def _normalise(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any]:
     return centred * inv, inv
 
 
+def _channel_sum(axis: int, a: Any, b: Any = None) -> Any:
+    """The sum of ``a`` (or of ``a * b``) over every axis but ``axis``: one ``einsum``, which is several
+    times faster than ``np.sum`` over three axes of a channels-last view and needs no product array."""
+    letters = "abcdefghijklmnopqrstuvwxyz"[:np.ndim(a)]
+    if b is None:
+        return np.einsum(f"{letters}->{letters[axis]}", a)
+    return np.einsum(f"{letters},{letters}->{letters[axis]}", a, b)
+
+
 def _input_cotangent(gh: Any, xhat: Any, inv: Any, axes: tuple[int, ...]) -> Any:
     return (gh - np.mean(gh, axis=axes, keepdims=True) - xhat * np.mean(gh * xhat, axis=axes, keepdims=True)) * inv
 
@@ -54,19 +63,25 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
         if p is not None and np.shape(p) != (c,):
             raise ValueError(f"batch_norm: {name} must have shape ({c},) for input {np.shape(x)} (axis {axis}), "
                              f"got {np.shape(p)}")
-    axes = tuple(a for a in range(ndim) if a != axis)
     bshape = tuple(c if a == axis else 1 for a in range(ndim))
-    xhat, inv = _normalise(x, axes, eps)
+    count = int(np.size(x)) // max(c, 1)  # the entries each channel's statistics are taken over
+    mean = np.reshape(_channel_sum(axis, x) / count, bshape)
+    centred = x - mean
+    inv = np.reshape(1.0 / np.sqrt(_channel_sum(axis, centred, centred) / count + eps), bshape)
+    xhat = np.multiply(centred, inv, out=centred if type(centred) is np.ndarray else None)  # (one array fewer)
     w = None if weight is None else np.reshape(weight, bshape)
     ans = xhat if w is None else xhat * w
     if bias is not None:
         ans = ans + np.reshape(bias, bshape)
 
     def vjp(g: Any) -> tuple[Any, ...]:
-        gh = g if w is None else g * w
-        gx = _input_cotangent(gh, xhat, inv, axes)
-        gw = None if weight is None else np.sum(g * xhat, axis=axes)
-        gb = None if bias is None else np.sum(g, axis=axes)
+        # (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)) / σ with ĝ = g w: the means are per-channel sums, so it is
+        # g k - (x̂ k sum(g x̂) + k sum(g)) / count with k = w / σ, two passes fewer over the batch.
+        sum_g, sum_gx = _channel_sum(axis, g), _channel_sum(axis, g, xhat)
+        k = inv if w is None else w * inv
+        gx = (g * k - k * np.reshape(sum_g / count, bshape)) - xhat * (k * np.reshape(sum_gx / count, bshape))
+        gw = None if weight is None else sum_gx
+        gb = None if bias is None else sum_g
         return gx, gw, gb, None, None
 
     return ans, vjp
