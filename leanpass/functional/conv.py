@@ -297,13 +297,13 @@ def _col2im_fits(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation:
                     for a in (0, 1)))
 
 
-def _col2im(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair) -> Any:
+def _col2im(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, rows: Any = None) -> Any:
     """The transposed convolution by col2im: one product gives each window's gradient, and each kernel
     tap's slice of them is added into the padded input's gradient (channels last)."""
     n, o, ho, wo = g.shape
     _, c, kh, kw = w.shape
     (sh, sw), (dh, dw), dt = stride, dilation, np.result_type(g, w)
-    gm = g.transpose(0, 2, 3, 1).reshape(n * ho * wo, o)
+    gm = _nhwc_rows(g) if rows is None else rows
     taps = w.transpose(2, 3, 0, 1).reshape(kh * kw, o, c)
     dcols = np.matmul(gm, taps, out=_buffer("dcols", (kh * kw, n * ho * wo, c), dt))  # tap-major: contiguous adds
     dxp = np.zeros((n, size[0] + sum(pads[0]), size[1] + sum(pads[1]), c), dt)
@@ -352,11 +352,15 @@ def _conv_t_phases(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilatio
     return np.transpose(cut, (0, 3, 1, 2))
 
 
-def _wgrad_cols(cols: Any, g: Any, wshape: tuple[int, ...], groups: int) -> Any:
-    """The weight gradient from the forward's columns: ``cols^T @ g`` per group."""
+def _nhwc_rows(g: Any) -> Any:
+    """``(N, C, H, W)`` as the matrix ``(N*H*W, C)`` (a view when the data is channels-last)."""
+    return np.transpose(g, (0, 2, 3, 1)).reshape(-1, g.shape[1])
+
+
+def _wgrad_cols(cols: Any, g: Any, wshape: tuple[int, ...], groups: int, rows: Any = None) -> Any:
+    """The weight gradient from the forward's columns: ``cols^T @ g`` per group (``rows``: g as ``_nhwc_rows``)."""
     o, cg, kh, kw = wshape
-    n, _, ho, wo = g.shape
-    gm = np.transpose(g, (0, 2, 3, 1)).reshape(n * ho * wo, groups, o // groups)
+    gm = (_nhwc_rows(g) if rows is None else rows).reshape(-1, groups, o // groups)
     dw = np.matmul(np.swapaxes(cols, 1, 2), np.swapaxes(gm, 0, 1))  # (g, kH*kW*C/g, O/g)
     return dw.reshape(groups, kh, kw, cg, o // groups).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
 
@@ -632,24 +636,36 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     if b is not None and np.shape(_raw(b)) != (np.shape(wr)[0],):
         raise ValueError(f"{where}: the bias must have shape ({np.shape(wr)[0]},), got {np.shape(_raw(b))}")
     y, cols = _conv_raw(xr, wr, st, pads, dil, groups)
-    if b is not None:
+    if b is not None and _plain(y, _raw(b)):  # y is a fresh product: the bias goes in without another array
+        y = np.add(y, _raw(b).reshape(-1, 1, 1), out=y)
+    elif b is not None:
         y = y + _raw(b).reshape(-1, 1, 1)
     size = (int(np.shape(xr)[2]), int(np.shape(xr)[3]))
     wshape = tuple(np.shape(wr))
     nx, nw, nb = _none_need(need, 3)[:3]
 
     def vjp(g: Any) -> tuple[Any, ...]:
-        if isinstance(cols, tuple) and _plain(g, cols[0]):  # Winograd's transposed transforms, sharing A ȳ A^T
+        values = not _is_tensor(x) and not _is_tensor(w)  # (else a replay, whose gradients must be recorded)
+        if isinstance(cols, tuple) and values and _plain(g, cols[0]):  # Winograd's transposed transforms
             gx, gw = _winograd_grads(cols, g, pads, size, nx, nw)
         else:
-            gx = _call(conv_transpose_input, "conv_transpose_input", g, w, size, st, pads, dil, groups) if nx else None
+            rows = _nhwc_rows(g) if _plain(g) else None  # g as (N*Ho*Wo, O), once for the three gradients
+            if not nx:
+                gx = None
+            elif rows is not None and values and _col2im_fits(g, wr, size, st, pads, dil, groups):
+                gx = _col2im(g, wr, size, st, pads, dil, rows)
+            else:
+                gx = _call(conv_transpose_input, "conv_transpose_input", g, w, size, st, pads, dil, groups)
             if not nw:
                 gw = None
             elif not _is_tensor(g) and not _is_tensor(x) and not isinstance(cols, tuple):  # the forward's columns
-                gw = _wgrad_cols(cols, g, wshape, groups)
+                gw = _wgrad_cols(cols, g, wshape, groups, rows)
             else:
                 gw = _call(conv2d_weight, "conv2d_weight", x, g, wshape, st, pads, dil, groups)
-        gb = None if b is None or not nb else g.sum(axis=(0, 2, 3))
+        if b is None or not nb:
+            gb = None
+        else:
+            gb = np.einsum("mo->o", rows) if rows is not None else g.sum(axis=(0, 2, 3))
         return gx, gw, gb, None, None, None, None
 
     return y, vjp
