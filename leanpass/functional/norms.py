@@ -37,6 +37,19 @@ def _channel_sum(axis: int, a: Any, b: Any = None) -> Any:
     return np.einsum(f"{letters},{letters}->{letters[axis]}", a, b)
 
 
+def batch_statistics(x: Any, axis: int) -> tuple[Any, Any]:
+    """The mean and the biased variance of ``x`` over every axis but ``axis``, per channel (two passes).
+
+    >>> batch_statistics(np.array([[1.0, 10.0], [3.0, 30.0]]), 1)
+    (array([ 2., 20.]), array([  1., 100.]))
+    """
+    count = int(np.size(x)) // max(int(np.shape(x)[axis]), 1)
+    bshape = tuple(n if a == axis else 1 for a, n in enumerate(np.shape(x)))
+    mean = _channel_sum(axis, x) / count
+    centred = x - np.reshape(mean, bshape)
+    return mean, _channel_sum(axis, centred, centred) / count
+
+
 def _input_cotangent(gh: Any, xhat: Any, inv: Any, axes: tuple[int, ...]) -> Any:
     return (gh - np.mean(gh, axis=axes, keepdims=True) - xhat * np.mean(gh * xhat, axis=axes, keepdims=True)) * inv
 
