@@ -174,6 +174,31 @@ def test_winograd_layers_match_im2col():
                                                          rng.standard_normal((c, c, 3, 3)) * 0.1], order=2)
 
 
+@pytest.mark.parametrize("c, o, h, stride, groups, algorithm", [
+    (3, 8, 6, (1, 1), 1, "col2im"),  # few input channels
+    (8, 4, 5, (2, 1), 1, "col2im"),  # strided
+    (8, 6, 4, (1, 1), 1, "convolution"),  # of the padded gradient with the flipped kernel
+    (4, 6, 7, (2, 2), 2, "phases"),
+    (32, 32, 8, (1, 1), 1, "winograd"),
+])
+def test_each_input_gradient_algorithm_matches_the_reference(c, o, h, stride, groups, algorithm):
+    rng = np.random.default_rng(c + o + h)
+    x, w = rng.standard_normal((2, c, h, h + 1)), rng.standard_normal((o, c // groups, 3, 3))
+    pads, size = ((1, 0), (1, 2)), (h, h + 1)
+    y, vjp = F.conv2d(x, w, None, stride, pads, 1, groups)
+    g = rng.standard_normal(y.shape)
+    fits = {"col2im": C._col2im_fits(g, w, size, stride, pads, (1, 1), groups),
+            "winograd": C._winograd_t_fits(g, w, size, pads, stride, (1, 1), groups)}
+    assert all(fit == (name == algorithm) for name, fit in fits.items())
+    covered = ref_conv_transpose2d(g, w, stride, groups=groups)  # the padded input's rows the windows reach
+    padded = np.zeros((2, c, h + 1, h + 4))
+    padded[:, :, :covered.shape[2], :covered.shape[3]] = covered
+    want = padded[:, :, 1:1 + h, 1:2 + h]
+    np.testing.assert_allclose(vjp(g)[0], want, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(F.conv_transpose_input(g, w, size, stride, pads, (1, 1), groups)[0], want,
+                               rtol=1e-9, atol=1e-9)
+
+
 def test_winograd_sized_layers_under_transforms():
     rng = np.random.default_rng(5)
     c = C.WINOGRAD_MIN_CHANNELS

@@ -289,10 +289,10 @@ def _conv_t_raw(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: 
 
 
 def _col2im_fits(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> bool:
-    """col2im for plain arrays with no more input than output channels (its columns are then smaller than
-    an im2col of ``g``'s), when the taps stay inside the padded input."""
+    """col2im for plain arrays, strided (the phases' many small products cost more) or with few input
+    channels (an im2col of ``g`` would copy O * 9 numbers per pixel to compute a handful)."""
     o, c, kh, kw = w.shape
-    return (groups == 1 and c <= o and _plain(g, w) and min(pads[0] + pads[1]) >= 0
+    return (groups == 1 and (stride != (1, 1) or c < 8) and _plain(g, w) and min(pads[0] + pads[1]) >= 0
             and all(dilation[a] * (w.shape[2 + a] - 1) + stride[a] * (g.shape[2 + a] - 1) < size[a] + sum(pads[a])
                     for a in (0, 1)))
 
