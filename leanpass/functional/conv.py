@@ -29,12 +29,13 @@ array([[1., 2., 2., 1.],
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
 from . import _lift
+from ._scratch import buffer as _buffer
+from ._scratch import plain as _plain
 
 _window_view = np.lib.stride_tricks.sliding_window_view
 Pads = tuple[tuple[int, int], tuple[int, int]]
@@ -137,37 +138,6 @@ def check_conv(xshape: tuple[int, ...], wshape: tuple[int, ...], groups: int, wh
 
 
 # ----- the raw routines (arrays in, arrays out) ------------------------------------------------------
-SCRATCH_BYTES = 64 * 1024 * 1024  # the most the reused scratch buffers of one thread may hold
-_scratch = threading.local()
-
-
-def _buffer(tag: str, shape: tuple[int, ...], dtype: Any, border: Any = None) -> Any:
-    """A scratch array of ``shape`` that the next call with the same ``tag`` gets back, its contents left over.
-
-    A fresh array of a layer's size starts with a page fault every 4 KiB (glibc maps it anew),
-    which cost more than the arithmetic of the transforms. ``border`` (a key) asks for zeros the
-    first time: the caller then only ever writes the same interior. At most ``SCRATCH_BYTES``
-    per thread are kept.
-    """
-    arrays = getattr(_scratch, "arrays", None)
-    if arrays is None:
-        arrays = _scratch.arrays = {}
-    key = (tag, shape, np.dtype(dtype), border)
-    a = arrays.get(key)
-    if a is None:
-        a = np.zeros(shape, dtype) if border is not None else np.empty(shape, dtype)
-        if sum(b.nbytes for b in arrays.values()) + a.nbytes > SCRATCH_BYTES:
-            arrays.clear()
-        arrays[key] = a
-    return a
-
-
-def _plain(*arrays: Any) -> bool:
-    """All plain float arrays of one dtype (what the buffered Winograd transforms can write for)."""
-    dt = arrays[0].dtype if type(arrays[0]) is np.ndarray else None
-    return dt is not None and dt.kind == "f" and all(type(a) is np.ndarray and a.dtype == dt for a in arrays)
-
-
 def _pad_crop(x: Any, pads: Pads) -> Any:
     """Pad the last two axes with zeros where ``pads`` is positive, crop where it is negative."""
     (t, b), (lf, r) = pads
@@ -195,10 +165,12 @@ def _windows(xh: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> 
     return win[:, :(ho - 1) * sh + 1:sh, :(wo - 1) * sw + 1:sw, :, ::dh, ::dw]
 
 
-def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair, groups: int) -> Any:
-    """``(groups, N*Ho*Wo, kH*kW*C/groups)``: each row one window, channels last (one copy)."""
+def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair, groups: int,
+            scratch: bool = False) -> Any:
+    """``(groups, N*Ho*Wo, kH*kW*C/groups)``: each row one window, channels last (one copy). ``scratch``:
+    the caller is done with them before the next convolution (they may go into a reused buffer)."""
     if groups == 1 and _plain(x):
-        return _im2col_plain(x, kernel, stride, pads, dilation, out)
+        return _im2col_plain(x, kernel, stride, pads, dilation, out, scratch)
     win = _nhwc_windows(x, kernel, stride, pads, dilation, out)
     n, ho, wo, c, kh, kw = win.shape
     g = groups
@@ -208,7 +180,7 @@ def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out:
     return win.transpose(3, 0, 1, 2, 5, 6, 4).reshape(g, n * ho * wo, kh * kw * (c // g))
 
 
-def _im2col_plain(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair) -> Any:
+def _im2col_plain(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair, scratch: bool) -> Any:
     """``_im2col`` of a plain array: padded in a reused buffer (``np.pad`` costs more than the copy on small
     layers), copied tap by tap when there are few channels (a strided copy of 1-channel windows is slow)."""
     n, c, h, wd = x.shape
@@ -218,7 +190,8 @@ def _im2col_plain(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair
         xp = _buffer("pad", (n, h + sum(pads[0]), wd + sum(pads[1]), c), x.dtype, border=pads)
         xp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd] = xh
         xh = xp
-    cols = np.empty((n, ho, wo, kh, kw, c), x.dtype)  # (never a view of the reused buffer: it is kept)
+    shape = (n, ho, wo, kh, kw, c)
+    cols = _buffer("cols", shape, x.dtype) if scratch else np.empty(shape, x.dtype)  # (never a view of "pad")
     if c < 8:
         for a in range(kh):
             for b in range(kw):
@@ -243,15 +216,16 @@ def _nchw(y: Any, n: int, out: Pair) -> Any:
     return y.reshape(g, n, out[0], out[1], og).transpose(1, 0, 4, 2, 3).reshape(n, g * og, out[0], out[1])
 
 
-def _conv_raw(x: Any, w: Any, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> tuple[Any, Any]:
+def _conv_raw(x: Any, w: Any, stride: Pair, pads: Pads, dilation: Pair, groups: int,
+              keep: bool = True) -> tuple[Any, Any]:
     """The convolution of arrays, and what its weight gradient can reuse: the im2col columns, or
-    Winograd's transformed input (a tuple)."""
+    Winograd's transformed input (a tuple). ``keep=False``: the caller drops the columns."""
     n, _, h, wd = x.shape
     o, cg, kh, kw = w.shape
     out = (out_size(h, kh, stride[0], dilation[0], pads[0]), out_size(wd, kw, stride[1], dilation[1], pads[1]))
     if _winograd_fits(x, w, stride, dilation, groups):
         return _winograd(x, w, pads, out)
-    cols = _im2col(x, (kh, kw), stride, pads, dilation, out, groups)
+    cols = _im2col(x, (kh, kw), stride, pads, dilation, out, groups, scratch=not keep)
     y = np.matmul(cols, _weight_matrix(w, groups))
     return _nchw(y, n, out), cols
 
@@ -283,9 +257,9 @@ def _conv_t_raw(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: 
         right = size[axis] + reach - z.shape[2 + axis] - left
         new.append((left, right))
     if min(new[0] + new[1]) >= 0:  # the usual case: the convolution pads (channels-last, in one copy)
-        return _conv_raw(z, _flip_transpose(w, groups), (1, 1), (new[0], new[1]), dilation, groups)[0]
+        return _conv_raw(z, _flip_transpose(w, groups), (1, 1), (new[0], new[1]), dilation, groups, keep=False)[0]
     zp = _pad_crop(z, (new[0], new[1]))
-    return _conv_raw(zp, _flip_transpose(w, groups), (1, 1), ((0, 0), (0, 0)), dilation, groups)[0]
+    return _conv_raw(zp, _flip_transpose(w, groups), (1, 1), ((0, 0), (0, 0)), dilation, groups, keep=False)[0]
 
 
 def _col2im_fits(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> bool:
@@ -367,7 +341,7 @@ def _wgrad_cols(cols: Any, g: Any, wshape: tuple[int, ...], groups: int, rows: A
 
 def _wgrad_raw(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: Pads, dilation: Pair,
                groups: int) -> Any:
-    cols = _im2col(x, (wshape[2], wshape[3]), stride, pads, dilation, (g.shape[2], g.shape[3]), groups)
+    cols = _im2col(x, (wshape[2], wshape[3]), stride, pads, dilation, (g.shape[2], g.shape[3]), groups, True)
     return _wgrad_cols(cols, g, wshape, groups)
 
 

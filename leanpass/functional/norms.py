@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ._scratch import buffer, plain
+
 
 def _normalise(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any]:
     """``(x̂, 1/σ)`` over ``axes``, with the statistics kept as broadcastable axes."""
@@ -46,8 +48,15 @@ def batch_statistics(x: Any, axis: int) -> tuple[Any, Any]:
     count = int(np.size(x)) // max(int(np.shape(x)[axis]), 1)
     bshape = tuple(n if a == axis else 1 for a, n in enumerate(np.shape(x)))
     mean = _channel_sum(axis, x) / count
-    centred = x - np.reshape(mean, bshape)
+    centred = _centred(x, np.reshape(mean, bshape))
     return mean, _channel_sum(axis, centred, centred) / count
+
+
+def _centred(x: Any, mean: Any) -> Any:
+    """``x - mean`` for a rule that drops it soon (a reused buffer for plain arrays)."""
+    if plain(x, mean):
+        return np.subtract(x, mean, out=buffer("centred", np.shape(x), x.dtype))
+    return x - mean
 
 
 def _input_cotangent(gh: Any, xhat: Any, inv: Any, axes: tuple[int, ...]) -> Any:
@@ -81,18 +90,20 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
     mean = np.reshape(_channel_sum(axis, x) / count, bshape)
     centred = x - mean
     inv = np.reshape(1.0 / np.sqrt(_channel_sum(axis, centred, centred) / count + eps), bshape)
-    xhat = np.multiply(centred, inv, out=centred if type(centred) is np.ndarray else None)  # (one array fewer)
-    w = None if weight is None else np.reshape(weight, bshape)
-    ans = xhat if w is None else xhat * w
+    k = inv if weight is None else np.reshape(weight, bshape) * inv  # ans = (x - mean) k + bias
+    ans = np.multiply(centred, k, out=centred if plain(centred, k) else None)  # (our own array)
     if bias is not None:
         ans = ans + np.reshape(bias, bshape)
 
     def vjp(g: Any) -> tuple[Any, ...]:
-        # (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)) / σ with ĝ = g w: the means are per-channel sums, so it is
-        # g k - (x̂ k sum(g x̂) + k sum(g)) / count with k = w / σ, two passes fewer over the batch.
-        sum_g, sum_gx = _channel_sum(axis, g), _channel_sum(axis, g, xhat)
-        k = inv if w is None else w * inv
-        gx = (g * k - k * np.reshape(sum_g / count, bshape)) - xhat * (k * np.reshape(sum_gx / count, bshape))
+        # (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)) / σ with ĝ = g w and x̂ = (x - mean) / σ: the means are per-channel
+        # sums, so it is g k - (k sum(g) + (x - mean) k sum(g x̂) / σ) / count with k = w / σ. x̂ is not
+        # kept from the forward (x is kept anyway): an array of the batch's size fewer alive until here.
+        centred = _centred(x, mean)
+        sum_g, sum_gx = _channel_sum(axis, g), _channel_sum(axis, g, centred) * np.reshape(inv, (c,))
+        slope = k * inv * np.reshape(sum_gx / count, bshape)
+        gx = (g * k - k * np.reshape(sum_g / count, bshape)) - np.multiply(
+            centred, slope, out=centred if plain(centred, slope) else None)
         gw = None if weight is None else sum_gx
         gb = None if bias is None else sum_g
         return gx, gw, gb, None, None
