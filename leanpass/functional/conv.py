@@ -273,18 +273,25 @@ def _col2im_fits(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation:
 
 def _col2im(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, rows: Any = None) -> Any:
     """The transposed convolution by col2im: one product gives each window's gradient, and each kernel
-    tap's slice of them is added into the padded input's gradient (channels last)."""
+    tap's slice of them is added into the padded input's gradient (channels last).
+
+    The sum is kept phase by phase, ``(N, sH, sW, H/sH, W/sW, C)``, so that each tap adds one
+    contiguous block per row of windows (a strided slice would add ``C`` numbers at a time).
+    """
     n, o, ho, wo = g.shape
     _, c, kh, kw = w.shape
     (sh, sw), (dh, dw), dt = stride, dilation, np.result_type(g, w)
     gm = _nhwc_rows(g) if rows is None else rows
     taps = w.transpose(2, 3, 0, 1).reshape(kh * kw, o, c)
     dcols = np.matmul(gm, taps, out=_buffer("dcols", (kh * kw, n * ho * wo, c), dt))  # tap-major: contiguous adds
-    dxp = np.zeros((n, size[0] + sum(pads[0]), size[1] + sum(pads[1]), c), dt)
+    hq, wq = -(-(size[0] + sum(pads[0])) // sh), -(-(size[1] + sum(pads[1])) // sw)
+    phases = np.zeros((n, sh, sw, hq, wq, c), dt)
     for a in range(kh):
+        (qa, ra), i = divmod(a * dh, sh), a * kw
         for b in range(kw):
-            dxp[:, a * dh:a * dh + (ho - 1) * sh + 1:sh, b * dw:b * dw + (wo - 1) * sw + 1:sw] += (
-                dcols[a * kw + b].reshape(n, ho, wo, c))
+            qb, rb = divmod(b * dw, sw)
+            phases[:, ra, rb, qa:qa + ho, qb:qb + wo] += dcols[i + b].reshape(n, ho, wo, c)
+    dxp = phases.transpose(0, 3, 1, 4, 2, 5).reshape(n, hq * sh, wq * sw, c)  # (a view when the stride is 1)
     return dxp[:, pads[0][0]:pads[0][0] + size[0], pads[1][0]:pads[1][0] + size[1]].transpose(0, 3, 1, 2)
 
 
