@@ -199,6 +199,27 @@ def test_each_input_gradient_algorithm_matches_the_reference(c, o, h, stride, gr
                                rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("c, o, h, stride", [(1, 8, 6, 1), (8, 16, 4, 1), (8, 16, 7, 2), (32, 32, 8, 1)])
+def test_interleaved_calls_keep_their_own_saved_values(c, o, h, stride):
+    # The fast paths reuse scratch buffers from call to call: a second forward pass before the first
+    # one's backward pass must change neither the first output nor its gradients.
+    rng = np.random.default_rng(c + h)
+    x1, x2 = (rng.standard_normal((2, c, h, h)).astype(np.float32) for _ in range(2))
+    w = (rng.standard_normal((o, c, 3, 3)) * 0.2).astype(np.float32)
+    y1, vjp1 = F.conv2d(x1, w, None, stride, 1)
+    before = y1.copy()
+    g = rng.standard_normal(y1.shape).astype(np.float32)
+    y2, vjp2 = F.conv2d(x2, w, None, stride, 1)
+    vjp2(g)
+    gx1, gw1 = vjp1(g)[:2]
+    np.testing.assert_array_equal(y1, before)
+    x64, w64, g64 = x1.astype(np.float64), w.astype(np.float64), g.astype(np.float64)
+    want_gw = C._wgrad_raw(x64, g64, w.shape, (stride, stride), ((1, 1), (1, 1)), (1, 1), 1)
+    np.testing.assert_allclose(gw1, want_gw, rtol=1e-4, atol=1e-4 * np.abs(want_gw).max())
+    want_gx = F.conv_transpose_input(g64, w64, (h, h), (stride, stride), ((1, 1), (1, 1)), (1, 1), 1)[0]
+    np.testing.assert_allclose(gx1, want_gx, rtol=1e-4, atol=1e-4 * np.abs(want_gx).max())
+
+
 def test_winograd_sized_layers_under_transforms():
     rng = np.random.default_rng(5)
     c = C.WINOGRAD_MIN_CHANNELS

@@ -11,7 +11,12 @@ kH, kW)``, a transposed convolution's ``(C_in, C_out / groups, kH, kW)``. Inside
 channels-last: the padded input is one NHWC copy, its windows one strided view, and the product one
 BLAS matrix multiplication (im2col); wide 3x3 stride-1 layers use Winograd's F(4x4, 3x3), which needs
 a quarter of the multiplications. Outputs are NCHW views of NHWC arrays, so the next layer's NHWC
-view costs nothing.
+view costs nothing. The input gradient is chosen per shape too: Winograd's transposed transforms,
+col2im (one product, then each kernel tap's share added in) for strided layers and those with few
+input channels, otherwise a convolution of the padded gradient with the flipped kernel. On plain
+arrays, temporaries go into reused buffers (``_scratch``); ``jit``'s and ``vmap``'s stand-ins and the
+Tensors of a replayed rule take general forms of the same algorithms, bit for bit (im2col for
+Winograd's shapes).
 
 >>> x = np.arange(16.0).reshape(1, 1, 4, 4)
 >>> w = np.ones((1, 1, 2, 2))
@@ -266,7 +271,7 @@ def _col2im_fits(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation:
     """col2im for plain arrays, strided (the phases' many small products cost more) or with few input
     channels (an im2col of ``g`` would copy O * 9 numbers per pixel to compute a handful)."""
     o, c, kh, kw = w.shape
-    return (groups == 1 and (stride != (1, 1) or c < 8) and _plain(g, w) and min(pads[0] + pads[1]) >= 0
+    return (groups == 1 and (stride != (1, 1) or c < 8) and min(pads[0] + pads[1]) >= 0
             and all(dilation[a] * (w.shape[2 + a] - 1) + stride[a] * (g.shape[2 + a] - 1) < size[a] + sum(pads[a])
                     for a in (0, 1)))
 
@@ -283,14 +288,21 @@ def _col2im(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair
     (sh, sw), (dh, dw), dt = stride, dilation, np.result_type(g, w)
     gm = _nhwc_rows(g) if rows is None else rows
     taps = w.transpose(2, 3, 0, 1).reshape(kh * kw, o, c)
-    dcols = np.matmul(gm, taps, out=_buffer("dcols", (kh * kw, n * ho * wo, c), dt))  # tap-major: contiguous adds
+    plain = _plain(g, w)
+    dcols = np.matmul(gm, taps, out=_buffer("dcols", (kh * kw, n * ho * wo, c), dt) if plain else None)
     hq, wq = -(-(size[0] + sum(pads[0])) // sh), -(-(size[1] + sum(pads[1])) // sw)
-    phases = np.zeros((n, sh, sw, hq, wq, c), dt)
+    phases: Any = np.zeros((n, sh, sw, hq, wq, c), dt) if plain else None
     for a in range(kh):
         (qa, ra), i = divmod(a * dh, sh), a * kw
         for b in range(kw):
             qb, rb = divmod(b * dw, sw)
-            phases[:, ra, rb, qa:qa + ho, qb:qb + wo] += dcols[i + b].reshape(n, ho, wo, c)
+            tap = dcols[i + b].reshape(n, ho, wo, c)  # (tap-major: each one contiguous)
+            if plain:
+                phases[:, ra, rb, qa:qa + ho, qb:qb + wo] += tap
+            else:  # stand-ins: the same sums in the same order, each tap padded into place
+                placed = np.pad(tap[:, None, None], ((0, 0), (ra, sh - 1 - ra), (rb, sw - 1 - rb),
+                                                     (qa, hq - qa - ho), (qb, wq - qb - wo), (0, 0)))
+                phases = placed if phases is None else phases + placed
     dxp = phases.transpose(0, 3, 1, 4, 2, 5).reshape(n, hq * sh, wq * sw, c)  # (a view when the stride is 1)
     return dxp[:, pads[0][0]:pads[0][0] + size[0], pads[1][0]:pads[1][0] + size[1]].transpose(0, 3, 1, 2)
 
