@@ -170,8 +170,9 @@ def test_winograd_layers_match_im2col():
         other = F.conv2d(2 * x32, w32, None, 1, pads)[0]  # reusing buffers never changes an earlier result
         assert np.max(np.abs(y32 - want)) < 2e-5 * np.max(np.abs(want))
         assert np.max(np.abs(other - 2 * want)) < 4e-5 * np.max(np.abs(want))
-    check_grads(lambda x, w: lp.conv2d(x, w, padding=1), [rng.standard_normal((1, c, 8, 8)),
-                                                         rng.standard_normal((c, c, 3, 3)) * 0.1], order=2)
+    check_grads(lambda x, w, b: lp.conv2d(x, w, b, padding=1), [rng.standard_normal((1, c, 8, 8)),
+                                                               rng.standard_normal((c, c, 3, 3)) * 0.1,
+                                                               rng.standard_normal(c)], order=2)
 
 
 @pytest.mark.parametrize("c, o, h, stride, groups, algorithm", [

@@ -639,6 +639,7 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
 
     def vjp(g: Any) -> tuple[Any, ...]:
         values = not _is_tensor(x) and not _is_tensor(w)  # (else a replay, whose gradients must be recorded)
+        rows = None
         if isinstance(cols, tuple) and values and _plain(g, cols[0]):  # Winograd's transposed transforms
             gx, gw = _winograd_grads(cols, g, pads, size, nx, nw)
         else:
