@@ -221,6 +221,20 @@ def test_interleaved_calls_keep_their_own_saved_values(c, o, h, stride):
     np.testing.assert_allclose(gx1, want_gx, rtol=1e-4, atol=1e-4 * np.abs(want_gx).max())
 
 
+def test_reused_zero_borders_follow_the_interior():
+    # 14 and 13 rows both make 4 Winograd tile rows: the second call's padded buffer must not keep
+    # the first call's 14th row where its own border (zeros) belongs.
+    rng = np.random.default_rng(6)
+    c = C.WINOGRAD_MIN_CHANNELS
+    w = rng.standard_normal((c, c, 3, 3)).astype(np.float32)
+    for h in (14, 13, 14):
+        x = rng.standard_normal((1, c, h, 8)).astype(np.float32)
+        assert C._winograd_fits(x, w, (1, 1), (1, 1), 1)
+        got = F.conv2d(x, w, None, 1, 1)[0]
+        want = ref_conv2d(x.astype(np.float64), w.astype(np.float64), None, (1, 1), ((1, 1), (1, 1)))
+        assert np.max(np.abs(got - want)) < 2e-5 * np.max(np.abs(want))
+
+
 def test_winograd_sized_layers_under_transforms():
     rng = np.random.default_rng(5)
     c = C.WINOGRAD_MIN_CHANNELS

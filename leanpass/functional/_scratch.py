@@ -25,8 +25,9 @@ _scratch = threading.local()
 def buffer(tag: str, shape: tuple[int, ...], dtype: Any, border: Any = None) -> Any:
     """A scratch array of ``shape`` that the next call with the same ``tag`` gets back, its contents left over.
 
-    ``border`` (a key) asks for zeros the first time: the caller then only ever writes the same
-    interior, and the border stays zero. At most ``SCRATCH_BYTES`` per thread are kept.
+    ``border`` asks for zeros the first time: the caller then only ever writes the same interior,
+    and the border stays zero, so ``border`` must be a key that fixes that interior (the padding and
+    the interior's size). At most ``SCRATCH_BYTES`` per thread are kept.
     """
     arrays = getattr(_scratch, "arrays", None)
     if arrays is None:

@@ -493,7 +493,7 @@ def _winograd_input(x: Any, pads: Pads, th: int, tw: int) -> Any:
     """``V = B^T d B`` for the ``th x tw`` 6x6 tiles of each image of NCHW ``x`` padded by ``pads``: (36, tiles, C)."""
     n, c, h, wd = x.shape
     dt = x.dtype
-    xp = _buffer("x", (n, 4 * th + 2, 4 * tw + 2, c), dt, border=pads)  # NHWC, so that the products are GEMMs
+    xp = _buffer("x", (n, 4 * th + 2, 4 * tw + 2, c), dt, border=(pads, h, wd))  # NHWC: the products are GEMMs
     xp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd] = x.transpose(0, 2, 3, 1)
     rows = _buffer("rows", (6, n, th, 4 * tw + 2, c), dt)
     _bt([_every4(xp, 1, k, th) for k in range(6)], list(rows), list(_buffer("t1", (2,) + rows.shape[1:], dt)))
