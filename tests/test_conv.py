@@ -235,6 +235,27 @@ def test_reused_zero_borders_follow_the_interior():
         assert np.max(np.abs(got - want)) < 2e-5 * np.max(np.abs(want))
 
 
+def test_winograd_calls_in_a_row_over_sizes_and_paddings():
+    # One process, many shapes in a row (the scratch buffers see each): forward and both gradients
+    # against im2col from np.pad and a window view (no reused buffer), in float64.
+    rng = np.random.default_rng(7)
+    c = C.WINOGRAD_MIN_CHANNELS
+    w = rng.standard_normal((c, c, 3, 3))
+    for _ in range(10):
+        h, wd = int(rng.integers(8, 15)), int(rng.integers(8, 15))
+        pads = tuple(tuple(int(p) for p in rng.integers(0, 3, 2)) for _ in range(2))
+        x = rng.standard_normal((2, c, h, wd))
+        y, vjp = F.conv2d(x, w, None, 1, pads)
+        cols = C._nhwc_windows(x, (3, 3), (1, 1), pads, (1, 1), y.shape[2:]).transpose(0, 1, 2, 4, 5, 3)
+        cols = cols.reshape(1, -1, 9 * c)
+        np.testing.assert_allclose(y, C._nchw(np.matmul(cols, C._weight_matrix(w, 1)), 2, y.shape[2:]), atol=1e-9)
+        g = rng.standard_normal(y.shape)
+        gx, gw = vjp(g)[:2]
+        np.testing.assert_allclose(gw, C._wgrad_cols(cols, g, w.shape, 1), atol=1e-9)
+        full = ref_conv_transpose2d(g, w)
+        np.testing.assert_allclose(gx, full[:, :, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd], atol=1e-9)
+
+
 def test_winograd_sized_layers_under_transforms():
     rng = np.random.default_rng(5)
     c = C.WINOGRAD_MIN_CHANNELS
