@@ -88,7 +88,8 @@ class Sweep:
             else:
                 ans = node._data
                 inputs = tuple([p._data if type(p) is Tensor else p for p in parents])
-            steps.append([s, tuple(keys), rule_of(node._op, vjp, parents, on_tensors), ans, inputs, node._data.shape, []])
+            rule = rule_of(node._op, vjp, parents, on_tensors)
+            steps.append([s, tuple(keys), rule, ans, inputs, node._data.shape, []])
         steps.sort(key=_first)  # creation order: every node comes after its inputs
         last: dict[int, list[Any]] = {}  # key -> the step that uses it last
         for step in steps:
@@ -331,7 +332,7 @@ def _raw_tangent(frame: _Frame, name: str, vjp: Any, out: Any, parents: tuple[An
     if not found:  # no tangent comes in
         return None
     t = rule_of(name, vjp, parents, False)(tuple(ts), out, *inputs)
-    if t is not None and getattr(t, "shape", None) != out.shape:  # a tangent of some inputs only may not span the output
+    if t is not None and getattr(t, "shape", None) != out.shape:  # (the tangent of some inputs only)
         t = np.broadcast_to(t, out.shape)
     return t
 
