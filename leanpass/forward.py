@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -35,7 +34,7 @@ import numpy as np
 from . import functional as F
 from . import tensor as _tensor
 from .engine import _depth, _level, reverse_pass
-from .tensor import CustomVJP, Tensor, _const, _grad_enabled, _next_seq
+from .tensor import _ABSENT, CustomVJP, Tensor, _Building, _const, _grad_enabled, _next_seq, _node
 from .transforms import _split_aux, _Traced
 from .tree import _first_difference, tree_flatten, tree_unflatten
 
@@ -142,6 +141,7 @@ def _first(step: list[Any]) -> int:
     return int(step[0])
 
 
+_JVPS = F.JVPS
 # Forward-mode rules of ops recorded with ``apply`` that are not in ``functional.OPS`` (``vmap``'s
 # batching ops), by the op's function: ``rule(tangents, ans, *inputs)`` as in ``functional.JVPS``.
 CUSTOM_JVPS: dict[Callable[..., Any], Callable[..., Any]] = {}
@@ -263,23 +263,24 @@ _running = 0  # how many jvps run, in all threads: the recorders' hook is set wh
 _running_lock = threading.Lock()
 
 
-@contextmanager
-def _pushing(frame: _Frame) -> Iterator[None]:
-    """Give ``frame`` the tangents of the nodes recorded inside this block."""
+def _start(frame: _Frame) -> Any:
+    """Give ``frame`` the tangents of the nodes recorded from now until ``_stop``."""
     global _running
     token = _frames.set((*_frames.get(), frame))
     with _running_lock:
         _running += 1
         _tensor._forward_hook = _record
         _tensor._no_grad_entered = 1  # the recorders take their slow path (which calls the hook) from now on
-    try:
-        yield
-    finally:
-        _frames.reset(token)
-        with _running_lock:
-            _running -= 1
-            if not _running:
-                _tensor._forward_hook = None
+    return token
+
+
+def _stop(token: Any) -> None:
+    global _running
+    _frames.reset(token)
+    with _running_lock:
+        _running -= 1
+        if not _running:
+            _tensor._forward_hook = None
 
 
 def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...]) -> Tensor:
@@ -289,20 +290,19 @@ def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...])
     if frames:
         top = frames[0]
         if trace == top.bit and not top.on_tensors:  # only this top-level jvp follows the node: no links
-            t = _raw_tangent(top, name, vjp, out, parents)
-            node: Any = _tensor._Building()
+            node: Any = _Building()
             node._data = out
             node._grad = None
             node._trace = trace
             node._op = name
-            node._a = node._b = _tensor._ABSENT
+            node._a = node._b = _ABSENT
             node._rest = ()
             node._vjp = None
+            node._tangent = _raw_tangent(top, name, vjp, out, parents)
             node._seq = _next_seq()
-            node._tangent = t
             node.__class__ = Tensor
             return node  # type: ignore[no-any-return]
-    node = _tensor._node(out, trace, name, parents, vjp)
+    node = _node(out, trace, name, parents, vjp)
     # The outer jvps first: a rule that runs on Tensors (an inner jvp's) records ops whose own
     # tangents the outer jvps need, from this node's.
     for i, frame in enumerate(frames):
@@ -311,27 +311,35 @@ def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...])
                 _recorded_tangent(frame, node, vjp, parents, frames[:i])
             else:
                 object.__setattr__(node, "_tangent", _raw_tangent(frame, name, vjp, out, parents))
-    return node
+    return node  # type: ignore[no-any-return]
 
 
 def _raw_tangent(frame: _Frame, name: str, vjp: Any, out: Any, parents: tuple[Any, ...]) -> Any:
-    """The tangent (a raw array, or None) of the output ``out`` of op ``name`` on ``parents``."""
+    """The tangent (a raw array, or None) of the output ``out`` of op ``name`` on ``parents``,
+    for the top-level jvp ``frame``. (The hot path of ``jvp``: the lookups are written out.)"""
+    bit = frame.bit
+    start = frame.start
     ts = []
-    found = False
     inputs = []
+    found = False
     for p in parents:
         if type(p) is Tensor:
-            t = frame.tangent(p)
             inputs.append(p._data)
-            if t is not None:
-                found = True
-            ts.append(t)
+            if p._trace & bit and p._seq > start:
+                t = getattr(p, "_tangent", None)
+                if t is not None:
+                    found = True
+                ts.append(t)
+                continue
         else:
             inputs.append(p)
-            ts.append(None)
+        ts.append(None)
     if not found:  # no tangent comes in
         return None
-    t = rule_of(name, vjp, parents, False)(tuple(ts), out, *inputs)
+    rule = _JVPS.get(name) if type(vjp) is not CustomVJP else None
+    if rule is None:
+        rule = rule_of(name, vjp, parents, False)
+    t = rule(tuple(ts), out, *inputs)
     if t is not None and getattr(t, "shape", None) != out.shape:  # (the tangent of some inputs only)
         t = np.broadcast_to(t, out.shape)
     return t
@@ -441,8 +449,11 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
         for i, (arg, t) in enumerate(zip(args, tangents)):
             for x, leaf in zip(tree_flatten(arg)[0], tree_flatten(t)[0]):
                 frame.seed(x, _tangent_seed(x, leaf, i, nested))
-        with _pushing(frame):
+        token = _start(frame)
+        try:
             return f(*args)
+        finally:
+            _stop(token)
 
     tr = _Traced(run, tuple(primals), {}, tuple(range(len(primals))), "jvp")
     out, aux = _split_aux(tr.out, has_aux, "jvp")
