@@ -319,27 +319,44 @@ def _raw_tangent(frame: _Frame, name: str, vjp: Any, out: Any, parents: tuple[An
     for the top-level jvp ``frame``. (The hot path of ``jvp``: the lookups are written out.)"""
     bit = frame.bit
     start = frame.start
-    ts = []
-    inputs = []
-    found = False
-    for p in parents:
-        if type(p) is Tensor:
-            inputs.append(p._data)
-            if p._trace & bit and p._seq > start:
-                t = getattr(p, "_tangent", None)
-                if t is not None:
-                    found = True
-                ts.append(t)
-                continue
-        else:
-            inputs.append(p)
-        ts.append(None)
-    if not found:  # no tangent comes in
-        return None
+    if len(parents) == 2:  # (most ops: written out)
+        x, y = parents
+        tx = ty = None
+        if type(x) is Tensor:
+            if x._trace & bit and x._seq > start:
+                tx = getattr(x, "_tangent", None)
+            x = x._data
+        if type(y) is Tensor:
+            if y._trace & bit and y._seq > start:
+                ty = getattr(y, "_tangent", None)
+            y = y._data
+        if tx is None and ty is None:  # no tangent comes in
+            return None
+        ts: Any = (tx, ty)
+        inputs: Any = (x, y)
+    else:
+        ts = []
+        inputs = []
+        found = False
+        for p in parents:
+            if type(p) is Tensor:
+                inputs.append(p._data)
+                if p._trace & bit and p._seq > start:
+                    t = getattr(p, "_tangent", None)
+                    if t is not None:
+                        found = True
+                    ts.append(t)
+                    continue
+            else:
+                inputs.append(p)
+            ts.append(None)
+        if not found:
+            return None
+        ts = tuple(ts)
     rule = _JVPS.get(name) if type(vjp) is not CustomVJP else None
     if rule is None:
         rule = rule_of(name, vjp, parents, False)
-    t = rule(tuple(ts), out, *inputs)
+    t = rule(ts, out, *inputs)
     if t is not None and getattr(t, "shape", None) != out.shape:  # (the tangent of some inputs only)
         t = np.broadcast_to(t, out.shape)
     return t
