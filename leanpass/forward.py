@@ -301,7 +301,7 @@ def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...])
             node._tangent = _raw_tangent(top, name, vjp, out, parents)
             node._seq = _next_seq()
             node.__class__ = Tensor
-            return node  # type: ignore[no-any-return]
+            return node
     node = _node(out, trace, name, parents, vjp)
     # The outer jvps first: a rule that runs on Tensors (an inner jvp's) records ops whose own
     # tangents the outer jvps need, from this node's.
@@ -311,7 +311,7 @@ def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...])
                 _recorded_tangent(frame, node, vjp, parents, frames[:i])
             else:
                 object.__setattr__(node, "_tangent", _raw_tangent(frame, name, vjp, out, parents))
-    return node  # type: ignore[no-any-return]
+    return node
 
 
 def _raw_tangent(frame: _Frame, name: str, vjp: Any, out: Any, parents: tuple[Any, ...]) -> Any:

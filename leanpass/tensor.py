@@ -1064,7 +1064,7 @@ def _recorded(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...
     if _debug_nans:
         vjp = _nan_checked(name, out, vjp, parents if inputs is None else inputs)
     if _forward_hook is not None:
-        return _forward_hook(name, out, vjp, trace, parents)  # type: ignore[no-any-return]
+        return _forward_hook(name, out, vjp, trace, parents)
     return _node(out, trace, name, parents, vjp)
 
 
