@@ -41,7 +41,7 @@ from .tree import _first_difference, tree_flatten, tree_unflatten
 
 class Sweep:
     """The nodes between some inputs and ``roots`` that carry ``mask``, in creation order, to push
-    tangents through: once for ``jvp``, once per input direction for ``jacfwd``.
+    tangents through, once per input direction (``jacfwd``).
 
     ``on_tensors`` runs the rules on the recorded Tensors (inside another transform), else on
     their raw arrays; ``level`` is the trace level of the transform that recorded the nodes.

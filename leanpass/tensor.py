@@ -46,8 +46,9 @@ class _Absent:
 
 
 _ABSENT: Any = _Absent()
-# Set once any no_grad() block has been entered, in any thread: until then the recorders skip
-# reading the context variable (the common case). The variable stays the source of truth.
+# Set once any no_grad() block has been entered, in any thread (or debug_nans() or jvp): until then
+# the recorders skip their slow path and the context variable (the common case). The variable stays
+# the source of truth.
 _no_grad_entered = 0
 
 ArrayLike = Any  # a Tensor, NumPy array, nested list or Python number
