@@ -452,19 +452,22 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
         raise ValueError(
             f"jvp: {len(primals)} primals but {len(tangents)} tangents; give one tangent per argument."
         )
+    t_leaves = []
     for i, (p, t) in enumerate(zip(primals, tangents)):
-        p_def, t_def = tree_flatten(p)[1], tree_flatten(t)[1]
+        leaves, t_def = tree_flatten(t)
+        p_def = tree_flatten(p)[1]
         if p_def != t_def:
             raise ValueError(
                 f"jvp: the tangent of primals[{i}] has a different structure from the primal "
                 f"({_first_difference(p_def, t_def)}); a tangent must be a tree like its primal."
             )
+        t_leaves.append(leaves)
     nested = _depth.get() > 0
     frame = _Frame(2 << _level.get(), nested)  # (the bit _Traced gives the inputs)
 
     def run(*args: Any) -> Any:  # f on the fresh inputs, with their tangents pushed alongside
-        for i, (arg, t) in enumerate(zip(args, tangents)):
-            for x, leaf in zip(tree_flatten(arg)[0], tree_flatten(t)[0]):
+        for i, (arg, leaves) in enumerate(zip(args, t_leaves)):
+            for x, leaf in zip(tree_flatten(arg)[0], leaves):
                 frame.seed(x, _tangent_seed(x, leaf, i, nested))
         token = _start(frame)
         try:
