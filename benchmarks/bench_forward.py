@@ -14,8 +14,8 @@
    chain itself run on Tensors (the primal), at three sizes; LeanPass only. Twice: as the process
    starts, and with glibc's malloc told to keep freed memory (``KEEP_MEMORY``): by default it
    returns the memory of large arrays to the system when they are freed and faults it in again
-   on the next call, which a ``jvp`` (that keeps the recorded graph's arrays until its sweep)
-   pays for more than the primal does.
+   on the next call, which a ``jvp`` (that holds a tangent beside each live value) pays for more
+   than the primal does.
 
 Everything runs on one thread. Each library is measured in a process of its own (``import
 torch`` slows LeanPass's garbage collection); the processes alternate, ``--rounds`` of each. A
@@ -109,8 +109,8 @@ def leanpass_worker() -> dict[str, Any]:
 
 
 # glibc's malloc hands freed memory back to the system, and takes it again (page faults) on the
-# next call: a jvp keeps the recorded graph's arrays until its sweep, so it pays that more than
-# the primal does. These settings keep freed memory in the process (part 3 runs with and without).
+# next call: a jvp holds a tangent beside each live value, so it pays that more than the primal
+# does. These settings keep freed memory in the process (part 3 runs with and without).
 KEEP_MEMORY = {"MALLOC_TRIM_THRESHOLD_": "2000000000", "MALLOC_MMAP_THRESHOLD_": "2000000000",
                "MALLOC_TOP_PAD_": "100000000"}
 
