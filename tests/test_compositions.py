@@ -118,3 +118,25 @@ def test_grad_of_jvp_of_vmap_and_vmap_over_tangents() -> None:
     jac = np.asarray(lp.jacrev(lambda u: lp.vmap(loss, in_axes=(None, 0))(u, xs))(W))
     np.testing.assert_allclose(lp.stop_gradient(rows).numpy(), np.einsum("eij,dij->de", jac, vs),
                                rtol=1e-10, atol=1e-12)
+
+
+def test_jvp_of_jvp_of_vmap_and_grad_of_jvp_of_vmap_of_grad() -> None:
+    from leanpass.testing import check_grads
+
+    xs, vs = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+
+    def f(x: Any) -> Any:
+        return (lp.tanh(x) * x[::-1]).sum() + (x ** 3).sum()
+
+    second = lp.jvp(lambda y: lp.jvp(lp.vmap(f), (y,), (vs,))[1], (xs,), (vs,))[1]  # v . H v per example
+    want = [v @ np.asarray(lp.hessian(f)(x)) @ v for x, v in zip(xs, vs)]
+    np.testing.assert_allclose(lp.stop_gradient(second).numpy(), want, rtol=1e-10)
+    ys, v = RNG.standard_normal((4, 2)), RNG.standard_normal((3, 2))
+
+    def fit(w: Any, x: Any, y: Any) -> Any:
+        return ((lp.tanh(x @ w) - y) ** 2).sum()
+
+    def directional(w: Any) -> Any:  # summed per-example Hessian-vector products, through jvp(vmap(grad))
+        return lp.jvp(lambda p: lp.vmap(lp.grad(fit), in_axes=(None, 0, 0))(p, xs, ys), (w,), (v,))[1].sum()
+
+    check_grads(directional, [W], order=1)
