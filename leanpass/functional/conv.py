@@ -245,7 +245,9 @@ def _flip_transpose(w: Any, groups: int) -> Any:
 def _conv_t_raw(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> Any:
     """The transpose of the convolution with weight ``w`` (its input gradient), output size ``size``.
 
-    A convolution of ``g``, dilated by the stride and padded, with the flipped, transposed kernel.
+    Winograd's transposed transforms where the convolution is a Winograd one; col2im for strided
+    layers and few input channels; else phase by phase (strided, grouped) or a convolution of the
+    padded ``g`` with the flipped, transposed kernel.
     """
     _, _, kh, kw = w.shape
     if _winograd_t_fits(g, w, size, pads, stride, dilation, groups):
