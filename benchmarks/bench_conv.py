@@ -2,7 +2,7 @@
 
     pip install torch            # not LeanPass dependencies; this script only compares
     pip install --target /tmp/peers mygrad autograd   # optional: the NumPy-based peers
-    python benchmarks/bench_conv.py [--rounds 7] [--peers /tmp/peers]
+    python benchmarks/bench_conv.py [--rounds 7] [--peers /tmp/peers] [--only step|LAYER]
 
 Measured, forward + backward (input and weight gradients) of ``conv2d`` through each library's
 public NCHW API, float32, one thread for every library:
@@ -15,6 +15,7 @@ public NCHW API, float32, one thread for every library:
      layer) at batch 64, with its batch-norm statistics updated, and the same network in PyTorch.
 
 Each library runs in a process of its own, and the processes alternate (``--rounds`` times);
+``--only`` keeps the digits step (``step``) or the layers whose name contains the given text;
 every figure is the median over rounds of each round's median CPU time (MyGrad and autograd,
 which take minutes a round, run in the first round only). LeanPass and the plain
 im2col run twice: as they are, and with glibc told to keep freed memory for reuse
@@ -224,6 +225,9 @@ COLUMNS = ["leanpass", "+malloc leanpass", "plain im2col", "+malloc plain im2col
 PROCESS_OF = {"leanpass": "numpy", "plain im2col": "numpy", "pytorch": "torch", "mygrad": "peers", "autograd": "peers"}
 
 
+ONLY = os.environ.get("BENCH_CONV_ONLY", "")  # set from --only, for the worker processes too
+
+
 def worker(group: str) -> dict[str, float | None]:
     """Every figure for the libraries of one process group: {"library|layer": seconds}."""
     out: dict[str, float | None] = {}
@@ -239,10 +243,14 @@ def worker(group: str) -> dict[str, float | None]:
         if PROCESS_OF[lib] != group:
             continue
         for name, (shape, cout, stride) in LAYERS.items():
+            if ONLY and ONLY not in name:
+                continue
             try:
                 out[f"{prefix}{lib}|{name}"] = _timer(make(*_data(shape, cout, stride), stride))
             except Exception:  # noqa: BLE001 - a peer that cannot run a layer is left out of its row
                 out[f"{prefix}{lib}|{name}"] = None
+    if ONLY and ONLY != "step":
+        return out
     if group == "numpy":
         out[f"{prefix}leanpass|digits step"] = _timer(leanpass_step(), 0.5)
     if group == "torch":
@@ -265,6 +273,8 @@ def main() -> None:
         return
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 7
     peers = sys.argv[sys.argv.index("--peers") + 1] if "--peers" in sys.argv else None
+    if "--only" in sys.argv:
+        os.environ["BENCH_CONV_ONLY"] = sys.argv[sys.argv.index("--only") + 1]
     groups = ["numpy", "numpy+malloc", "torch"] + (["peers"] if peers else [])
     samples: dict[str, list[float]] = {}
     for r in range(rounds):
@@ -285,6 +295,8 @@ def main() -> None:
     print(f"{'layer':20s}" + "".join(f"{lib:>21s}" for lib in libs) + f"{'LeanPass/PyTorch':>18s}{'+malloc':>9s}")
     nan = float("nan")
     for name in LAYERS:
+        if not any(k.endswith("|" + name) for k in med):
+            continue
         cells = "".join(f"{med[f'{lib}|{name}'] * 1e3:21.3f}" if f"{lib}|{name}" in med else f"{'-':>21s}"
                         for lib in libs)
         torch_ = med.get(f"pytorch|{name}", nan)
@@ -292,6 +304,8 @@ def main() -> None:
         print(f"{name:20s}{cells}{ratio:17.2f}x{ratio_m:8.2f}x")
     torch_ = med.get("pytorch|digits step", nan)
     for label in ("leanpass", "+malloc leanpass"):
+        if f"{label}|digits step" not in med:
+            continue
         lean = med.get(f"{label}|digits step", nan)
         print(f"digits CNN training step, batch 64: {label:16s} {lean * 1e3:7.2f} ms, PyTorch {torch_ * 1e3:6.2f} ms, "
               f"{lean / torch_:.2f}x")

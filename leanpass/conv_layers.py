@@ -34,6 +34,7 @@ import numpy as np
 from . import convolution as conv
 from . import ops
 from .data import _generator as _check_rng
+from .functional.norms import batch_statistics
 from .nn import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set
 from .tensor import ArrayLike, Tensor
 
@@ -369,10 +370,9 @@ class BatchNorm(Module):
                              f"(shape {np.shape(data)})")
         if train:
             y = conv.batch_norm(x, self.weight, self.bias, axis=axis, eps=self.eps)
-            axes = tuple(a for a in range(ndim) if a != axis)
-            count = math.prod(np.shape(data)[a] for a in axes)
-            mean = np.mean(data, axis=axes)
-            var = np.var(data, axis=axes) * (count / max(count - 1, 1))
+            mean, var = batch_statistics(data, axis)
+            count = math.prod(np.shape(data)) // max(c, 1)
+            var = var * (count / max(count - 1, 1))
             m = self.momentum
             new = {"mean": (1 - m) * state["mean"] + m * mean, "var": (1 - m) * state["var"] + m * var}
             return y, {k: v.astype(self._dtype(), copy=False) for k, v in new.items()}

@@ -145,22 +145,134 @@ def test_the_three_bilinear_routines_are_adjoint():
 def test_winograd_layers_match_im2col():
     rng = np.random.default_rng(2)
     c = C.WINOGRAD_MIN_CHANNELS
-    for h, w, pads in ((8, 8, ((1, 1), (1, 1))), (9, 10, ((1, 1), (0, 2))), (8, 11, ((0, 0), (0, 0)))):
-        x, wt = rng.standard_normal((2, c, h, w)), rng.standard_normal((c, c, 3, 3))
-        assert C._winograd_fits(x.shape, wt.shape, (1, 1), (1, 1), 1)
+    for h, w, pads in ((8, 8, ((1, 1), (1, 1))), (9, 10, ((1, 1), (0, 2))), (8, 11, ((0, 0), (0, 0))),
+                       (13, 9, ((2, 0), (1, 2)))):
+        x, wt = rng.standard_normal((2, c, h, w)), rng.standard_normal((c + 1, c, 3, 3))
+        assert C._winograd_fits(x, wt, (1, 1), (1, 1), 1)
         got, vjp = F.conv2d(x, wt, None, 1, pads)
         g = rng.standard_normal(got.shape)
-        np.testing.assert_allclose(vjp(g)[1], C._wgrad_raw(x, g, wt.shape, (1, 1), pads, (1, 1), 1), rtol=1e-9,
+        gx, gw = vjp(g)[:2]
+        np.testing.assert_allclose(gw, C._wgrad_raw(x, g, wt.shape, (1, 1), pads, (1, 1), 1), rtol=1e-9,
                                    atol=1e-9)  # the Winograd weight gradient against im2col's
+        ref_gx = ref_conv_transpose2d(g, wt)[:, :, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + w]
+        np.testing.assert_allclose(gx, ref_gx, rtol=1e-9, atol=1e-9)  # the transposed transforms' input gradient
+        assert C._winograd_t_fits(g, wt, (h, w), pads, (1, 1), (1, 1), 1)
+        np.testing.assert_allclose(F.conv_transpose_input(g, wt, (h, w), (1, 1), pads, (1, 1), 1)[0], ref_gx,
+                                   rtol=1e-9, atol=1e-9)
         cols = C._im2col(x, (3, 3), (1, 1), pads, (1, 1), got.shape[2:], 1)
         want = C._nchw(np.matmul(cols, C._weight_matrix(wt, 1)), 2, got.shape[2:])
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
         x32, w32 = x.astype(np.float32), wt.astype(np.float32)
-        y32 = F.conv2d(x32, w32, None, 1, pads)[0]
-        assert y32.dtype == np.float32
+        for _ in range(2):  # the second call reuses the first one's scratch buffers
+            y32 = F.conv2d(x32, w32, None, 1, pads)[0]
+            assert y32.dtype == np.float32
+            assert np.max(np.abs(y32 - want)) < 2e-5 * np.max(np.abs(want))
+        other = F.conv2d(2 * x32, w32, None, 1, pads)[0]  # reusing buffers never changes an earlier result
         assert np.max(np.abs(y32 - want)) < 2e-5 * np.max(np.abs(want))
-    check_grads(lambda x, w: lp.conv2d(x, w, padding=1), [rng.standard_normal((1, c, 8, 8)),
-                                                         rng.standard_normal((c, c, 3, 3)) * 0.1], order=2)
+        assert np.max(np.abs(other - 2 * want)) < 4e-5 * np.max(np.abs(want))
+    check_grads(lambda x, w, b: lp.conv2d(x, w, b, padding=1), [rng.standard_normal((1, c, 8, 8)),
+                                                               rng.standard_normal((c, c, 3, 3)) * 0.1,
+                                                               rng.standard_normal(c)], order=2)
+
+
+@pytest.mark.parametrize("c, o, h, stride, groups, algorithm", [
+    (3, 8, 6, (1, 1), 1, "col2im"),  # few input channels
+    (8, 4, 5, (2, 1), 1, "col2im"),  # strided
+    (8, 6, 4, (1, 1), 1, "convolution"),  # of the padded gradient with the flipped kernel
+    (4, 6, 7, (2, 2), 2, "phases"),
+    (32, 32, 8, (1, 1), 1, "winograd"),
+])
+def test_each_input_gradient_algorithm_matches_the_reference(c, o, h, stride, groups, algorithm):
+    rng = np.random.default_rng(c + o + h)
+    x, w = rng.standard_normal((2, c, h, h + 1)), rng.standard_normal((o, c // groups, 3, 3))
+    pads, size = ((1, 0), (1, 2)), (h, h + 1)
+    y, vjp = F.conv2d(x, w, None, stride, pads, 1, groups)
+    g = rng.standard_normal(y.shape)
+    fits = {"col2im": C._col2im_fits(g, w, size, stride, pads, (1, 1), groups),
+            "winograd": C._winograd_t_fits(g, w, size, pads, stride, (1, 1), groups)}
+    assert all(fit == (name == algorithm) for name, fit in fits.items())
+    covered = ref_conv_transpose2d(g, w, stride, groups=groups)  # the padded input's rows the windows reach
+    padded = np.zeros((2, c, h + 1, h + 4))
+    padded[:, :, :covered.shape[2], :covered.shape[3]] = covered
+    want = padded[:, :, 1:1 + h, 1:2 + h]
+    np.testing.assert_allclose(vjp(g)[0], want, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(F.conv_transpose_input(g, w, size, stride, pads, (1, 1), groups)[0], want,
+                               rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("c, o, h, stride", [(1, 8, 6, 1), (8, 16, 4, 1), (8, 16, 7, 2), (32, 32, 8, 1)])
+def test_interleaved_calls_keep_their_own_saved_values(c, o, h, stride):
+    # The fast paths reuse scratch buffers from call to call: a second forward pass before the first
+    # one's backward pass must change neither the first output nor its gradients.
+    rng = np.random.default_rng(c + h)
+    x1, x2 = (rng.standard_normal((2, c, h, h)).astype(np.float32) for _ in range(2))
+    w = (rng.standard_normal((o, c, 3, 3)) * 0.2).astype(np.float32)
+    y1, vjp1 = F.conv2d(x1, w, None, stride, 1)
+    before = y1.copy()
+    g = rng.standard_normal(y1.shape).astype(np.float32)
+    y2, vjp2 = F.conv2d(x2, w, None, stride, 1)
+    vjp2(g)
+    gx1, gw1 = vjp1(g)[:2]
+    np.testing.assert_array_equal(y1, before)
+    x64, w64, g64 = x1.astype(np.float64), w.astype(np.float64), g.astype(np.float64)
+    want_gw = C._wgrad_raw(x64, g64, w.shape, (stride, stride), ((1, 1), (1, 1)), (1, 1), 1)
+    np.testing.assert_allclose(gw1, want_gw, rtol=1e-4, atol=1e-4 * np.abs(want_gw).max())
+    want_gx = F.conv_transpose_input(g64, w64, (h, h), (stride, stride), ((1, 1), (1, 1)), (1, 1), 1)[0]
+    np.testing.assert_allclose(gx1, want_gx, rtol=1e-4, atol=1e-4 * np.abs(want_gx).max())
+
+
+def test_reused_zero_borders_follow_the_interior():
+    # 14 and 13 rows both make 4 Winograd tile rows: the second call's padded buffer must not keep
+    # the first call's 14th row where its own border (zeros) belongs.
+    rng = np.random.default_rng(6)
+    c = C.WINOGRAD_MIN_CHANNELS
+    w = rng.standard_normal((c, c, 3, 3)).astype(np.float32)
+    for h in (14, 13, 14):
+        x = rng.standard_normal((1, c, h, 8)).astype(np.float32)
+        assert C._winograd_fits(x, w, (1, 1), (1, 1), 1)
+        got = F.conv2d(x, w, None, 1, 1)[0]
+        want = ref_conv2d(x.astype(np.float64), w.astype(np.float64), None, (1, 1), ((1, 1), (1, 1)))
+        assert np.max(np.abs(got - want)) < 2e-5 * np.max(np.abs(want))
+
+
+def test_winograd_calls_in_a_row_over_sizes_and_paddings():
+    # One process, many shapes in a row (the scratch buffers see each): forward and both gradients
+    # against im2col from np.pad and a window view (no reused buffer), in float64.
+    rng = np.random.default_rng(7)
+    c = C.WINOGRAD_MIN_CHANNELS
+    w = rng.standard_normal((c, c, 3, 3))
+    for _ in range(10):
+        h, wd = int(rng.integers(8, 15)), int(rng.integers(8, 15))
+        pads = tuple(tuple(int(p) for p in rng.integers(0, 3, 2)) for _ in range(2))
+        x = rng.standard_normal((2, c, h, wd))
+        y, vjp = F.conv2d(x, w, None, 1, pads)
+        cols = C._nhwc_windows(x, (3, 3), (1, 1), pads, (1, 1), y.shape[2:]).transpose(0, 1, 2, 4, 5, 3)
+        cols = cols.reshape(1, -1, 9 * c)
+        np.testing.assert_allclose(y, C._nchw(np.matmul(cols, C._weight_matrix(w, 1)), 2, y.shape[2:]), atol=1e-9)
+        g = rng.standard_normal(y.shape)
+        gx, gw = vjp(g)[:2]
+        np.testing.assert_allclose(gw, C._wgrad_cols(cols, g, w.shape, 1), atol=1e-9)
+        full = ref_conv_transpose2d(g, w)
+        np.testing.assert_allclose(gx, full[:, :, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd], atol=1e-9)
+
+
+def test_winograd_sized_layers_under_transforms():
+    rng = np.random.default_rng(5)
+    c = C.WINOGRAD_MIN_CHANNELS
+    x, w = rng.standard_normal((2, c, 8, 8)), rng.standard_normal((c, c, 3, 3)) * 0.1
+    y = lp.conv2d(x, w, padding=1).numpy()
+
+    def loss(x, w):
+        return (lp.conv2d(x, w, padding=1) ** 2).sum()
+
+    gx, gw = lp.grad(loss, argnums=(0, 1))(x, w)
+    jx, jw = lp.jit(lp.grad(loss, argnums=(0, 1)))(x, w)  # traced: im2col instead of the buffered transforms
+    np.testing.assert_allclose(jx, gx, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(jw, gw, rtol=1e-9, atol=1e-9)
+    batched = lp.vmap(lambda x: lp.conv2d(x[None], w, padding=1)[0])(x)
+    np.testing.assert_allclose(batched, y, rtol=1e-9, atol=1e-9)
+    _, tangent = lp.jvp(lambda x: lp.conv2d(x, w, padding=1), (x,), (x,))
+    np.testing.assert_allclose(tangent, y, rtol=1e-9, atol=1e-9)  # linear in x
 
 
 def test_conv2d_same_valid_and_depthwise():

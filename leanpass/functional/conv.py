@@ -11,7 +11,12 @@ kH, kW)``, a transposed convolution's ``(C_in, C_out / groups, kH, kW)``. Inside
 channels-last: the padded input is one NHWC copy, its windows one strided view, and the product one
 BLAS matrix multiplication (im2col); wide 3x3 stride-1 layers use Winograd's F(4x4, 3x3), which needs
 a quarter of the multiplications. Outputs are NCHW views of NHWC arrays, so the next layer's NHWC
-view costs nothing.
+view costs nothing. The input gradient is chosen per shape too: Winograd's transposed transforms,
+col2im (one product, then each kernel tap's share added in) for strided layers and those with few
+input channels, otherwise a convolution of the padded gradient with the flipped kernel. On plain
+arrays, temporaries go into reused buffers (``_scratch``); ``jit``'s and ``vmap``'s stand-ins and the
+Tensors of a replayed rule take general forms of the same algorithms, bit for bit (im2col for
+Winograd's shapes).
 
 >>> x = np.arange(16.0).reshape(1, 1, 4, 4)
 >>> w = np.ones((1, 1, 2, 2))
@@ -34,6 +39,8 @@ from typing import Any
 import numpy as np
 
 from . import _lift
+from ._scratch import buffer as _buffer
+from ._scratch import plain as _plain
 
 _window_view = np.lib.stride_tricks.sliding_window_view
 Pads = tuple[tuple[int, int], tuple[int, int]]
@@ -153,13 +160,22 @@ def _nhwc_windows(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair
     xh = np.transpose(x, (0, 2, 3, 1))
     if any(pads[0]) or any(pads[1]):
         xh = np.pad(xh, ((0, 0), pads[0], pads[1], (0, 0)))
+    return _windows(xh, kernel, stride, dilation, out)
+
+
+def _windows(xh: Any, kernel: Pair, stride: Pair, dilation: Pair, out: Pair) -> Any:
+    """The windows of padded NHWC ``xh`` as a view ``(N, Ho, Wo, C, kH, kW)``."""
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out
     win = _window_view(xh, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(1, 2))
     return win[:, :(ho - 1) * sh + 1:sh, :(wo - 1) * sw + 1:sw, :, ::dh, ::dw]
 
 
-def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair, groups: int) -> Any:
-    """``(groups, N*Ho*Wo, kH*kW*C/groups)``: each row one window, channels last (one copy)."""
+def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair, groups: int,
+            scratch: bool = False) -> Any:
+    """``(groups, N*Ho*Wo, kH*kW*C/groups)``: each row one window, channels last (one copy). ``scratch``:
+    the caller is done with them before the next convolution (they may go into a reused buffer)."""
+    if groups == 1 and _plain(x):
+        return _im2col_plain(x, kernel, stride, pads, dilation, out, scratch)
     win = _nhwc_windows(x, kernel, stride, pads, dilation, out)
     n, ho, wo, c, kh, kw = win.shape
     g = groups
@@ -167,6 +183,27 @@ def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out:
         return win.transpose(0, 1, 2, 4, 5, 3).reshape(1, n * ho * wo, kh * kw * c)
     win = win.reshape(n, ho, wo, g, c // g, kh, kw)
     return win.transpose(3, 0, 1, 2, 5, 6, 4).reshape(g, n * ho * wo, kh * kw * (c // g))
+
+
+def _im2col_plain(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair, scratch: bool) -> Any:
+    """``_im2col`` of a plain array: padded in a reused buffer (``np.pad`` costs more than the copy on small
+    layers), copied tap by tap when there are few channels (a strided copy of 1-channel windows is slow)."""
+    n, c, h, wd = x.shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out
+    xh = x.transpose(0, 2, 3, 1)
+    if any(pads[0]) or any(pads[1]):
+        xp = _buffer("pad", (n, h + sum(pads[0]), wd + sum(pads[1]), c), x.dtype, border=pads)
+        xp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd] = xh
+        xh = xp
+    shape = (n, ho, wo, kh, kw, c)
+    cols = _buffer("cols", shape, x.dtype) if scratch else np.empty(shape, x.dtype)  # (never a view of "pad")
+    if c < 8:
+        for a in range(kh):
+            for b in range(kw):
+                cols[:, :, :, a, b] = xh[:, a * dh:a * dh + (ho - 1) * sh + 1:sh, b * dw:b * dw + (wo - 1) * sw + 1:sw]
+    else:
+        np.copyto(cols, _windows(xh, kernel, stride, dilation, out).transpose(0, 1, 2, 4, 5, 3))
+    return cols.reshape(1, n * ho * wo, kh * kw * c)
 
 
 def _weight_matrix(w: Any, groups: int) -> Any:
@@ -184,15 +221,16 @@ def _nchw(y: Any, n: int, out: Pair) -> Any:
     return y.reshape(g, n, out[0], out[1], og).transpose(1, 0, 4, 2, 3).reshape(n, g * og, out[0], out[1])
 
 
-def _conv_raw(x: Any, w: Any, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> tuple[Any, Any]:
+def _conv_raw(x: Any, w: Any, stride: Pair, pads: Pads, dilation: Pair, groups: int,
+              keep: bool = True) -> tuple[Any, Any]:
     """The convolution of arrays, and what its weight gradient can reuse: the im2col columns, or
-    Winograd's transformed input (a tuple)."""
+    Winograd's transformed input (a tuple). ``keep=False``: the caller drops the columns."""
     n, _, h, wd = x.shape
     o, cg, kh, kw = w.shape
     out = (out_size(h, kh, stride[0], dilation[0], pads[0]), out_size(wd, kw, stride[1], dilation[1], pads[1]))
-    if _winograd_fits(x.shape, w.shape, stride, dilation, groups):
+    if _winograd_fits(x, w, stride, dilation, groups):
         return _winograd(x, w, pads, out)
-    cols = _im2col(x, (kh, kw), stride, pads, dilation, out, groups)
+    cols = _im2col(x, (kh, kw), stride, pads, dilation, out, groups, scratch=not keep)
     y = np.matmul(cols, _weight_matrix(w, groups))
     return _nchw(y, n, out), cols
 
@@ -207,9 +245,15 @@ def _flip_transpose(w: Any, groups: int) -> Any:
 def _conv_t_raw(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> Any:
     """The transpose of the convolution with weight ``w`` (its input gradient), output size ``size``.
 
-    A convolution of ``g``, dilated by the stride and padded, with the flipped, transposed kernel.
+    Winograd's transposed transforms where the convolution is a Winograd one; col2im for strided
+    layers and few input channels; else phase by phase (strided, grouped) or a convolution of the
+    padded ``g`` with the flipped, transposed kernel.
     """
     _, _, kh, kw = w.shape
+    if _winograd_t_fits(g, w, size, pads, stride, dilation, groups):
+        return _winograd_t(g, w, size, pads)
+    if _col2im_fits(g, w, size, stride, pads, dilation, groups):
+        return _col2im(g, w, size, stride, pads, dilation)
     if stride != (1, 1):
         return _conv_t_phases(g, w, size, stride, pads, dilation, groups)
     z = g
@@ -220,9 +264,49 @@ def _conv_t_raw(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: 
         right = size[axis] + reach - z.shape[2 + axis] - left
         new.append((left, right))
     if min(new[0] + new[1]) >= 0:  # the usual case: the convolution pads (channels-last, in one copy)
-        return _conv_raw(z, _flip_transpose(w, groups), (1, 1), (new[0], new[1]), dilation, groups)[0]
+        return _conv_raw(z, _flip_transpose(w, groups), (1, 1), (new[0], new[1]), dilation, groups, keep=False)[0]
     zp = _pad_crop(z, (new[0], new[1]))
-    return _conv_raw(zp, _flip_transpose(w, groups), (1, 1), ((0, 0), (0, 0)), dilation, groups)[0]
+    return _conv_raw(zp, _flip_transpose(w, groups), (1, 1), ((0, 0), (0, 0)), dilation, groups, keep=False)[0]
+
+
+def _col2im_fits(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> bool:
+    """col2im for plain arrays, strided (the phases' many small products cost more) or with few input
+    channels (an im2col of ``g`` would copy O * 9 numbers per pixel to compute a handful)."""
+    o, c, kh, kw = w.shape
+    return (groups == 1 and (stride != (1, 1) or c < 8) and min(pads[0] + pads[1]) >= 0
+            and all(dilation[a] * (w.shape[2 + a] - 1) + stride[a] * (g.shape[2 + a] - 1) < size[a] + sum(pads[a])
+                    for a in (0, 1)))
+
+
+def _col2im(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, rows: Any = None) -> Any:
+    """The transposed convolution by col2im: one product gives each window's gradient, and each kernel
+    tap's slice of them is added into the padded input's gradient (channels last).
+
+    The sum is kept phase by phase, ``(N, sH, sW, H/sH, W/sW, C)``, so that each tap adds one
+    contiguous block per row of windows (a strided slice would add ``C`` numbers at a time).
+    """
+    n, o, ho, wo = g.shape
+    _, c, kh, kw = w.shape
+    (sh, sw), (dh, dw), dt = stride, dilation, np.result_type(g, w)
+    gm = _nhwc_rows(g) if rows is None else rows
+    taps = w.transpose(2, 3, 0, 1).reshape(kh * kw, o, c)
+    plain = _plain(g, w)
+    dcols = np.matmul(gm, taps, out=_buffer("dcols", (kh * kw, n * ho * wo, c), dt) if plain else None)
+    hq, wq = -(-(size[0] + sum(pads[0])) // sh), -(-(size[1] + sum(pads[1])) // sw)
+    phases: Any = np.zeros((n, sh, sw, hq, wq, c), dt) if plain else None
+    for a in range(kh):
+        (qa, ra), i = divmod(a * dh, sh), a * kw
+        for b in range(kw):
+            qb, rb = divmod(b * dw, sw)
+            tap = dcols[i + b].reshape(n, ho, wo, c)  # (tap-major: each one contiguous)
+            if plain:
+                phases[:, ra, rb, qa:qa + ho, qb:qb + wo] += tap
+            else:  # stand-ins: the same sums in the same order, each tap padded into place
+                placed = np.pad(tap[:, None, None], ((0, 0), (ra, sh - 1 - ra), (rb, sw - 1 - rb),
+                                                     (qa, hq - qa - ho), (qb, wq - qb - wo), (0, 0)))
+                phases = placed if phases is None else phases + placed
+    dxp = phases.transpose(0, 3, 1, 4, 2, 5).reshape(n, hq * sh, wq * sw, c)  # (a view when the stride is 1)
+    return dxp[:, pads[0][0]:pads[0][0] + size[0], pads[1][0]:pads[1][0] + size[1]].transpose(0, 3, 1, 2)
 
 
 def _conv_t_phases(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int) -> Any:
@@ -263,80 +347,253 @@ def _conv_t_phases(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilatio
     return np.transpose(cut, (0, 3, 1, 2))
 
 
-def _wgrad_cols(cols: Any, g: Any, wshape: tuple[int, ...], groups: int) -> Any:
-    """The weight gradient from the forward's columns: ``cols^T @ g`` per group."""
+def _nhwc_rows(g: Any) -> Any:
+    """``(N, C, H, W)`` as the matrix ``(N*H*W, C)`` (a view when the data is channels-last)."""
+    return np.transpose(g, (0, 2, 3, 1)).reshape(-1, g.shape[1])
+
+
+def _wgrad_cols(cols: Any, g: Any, wshape: tuple[int, ...], groups: int, rows: Any = None) -> Any:
+    """The weight gradient from the forward's columns: ``cols^T @ g`` per group (``rows``: g as ``_nhwc_rows``)."""
     o, cg, kh, kw = wshape
-    n, _, ho, wo = g.shape
-    gm = np.transpose(g, (0, 2, 3, 1)).reshape(n * ho * wo, groups, o // groups)
+    gm = (_nhwc_rows(g) if rows is None else rows).reshape(-1, groups, o // groups)
     dw = np.matmul(np.swapaxes(cols, 1, 2), np.swapaxes(gm, 0, 1))  # (g, kH*kW*C/g, O/g)
     return dw.reshape(groups, kh, kw, cg, o // groups).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
 
 
 def _wgrad_raw(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: Pads, dilation: Pair,
                groups: int) -> Any:
-    cols = _im2col(x, (wshape[2], wshape[3]), stride, pads, dilation, (g.shape[2], g.shape[3]), groups)
+    cols = _im2col(x, (wshape[2], wshape[3]), stride, pads, dilation, (g.shape[2], g.shape[3]), groups, True)
     return _wgrad_cols(cols, g, wshape, groups)
 
 
 # ----- Winograd F(4x4, 3x3) ----------------------------------------------------------------------------
-# Lavin & Gray's transforms for 4x4 outputs from 6x6 input tiles: Y = A^T [(G w G^T) * (B^T d B)] A.
-_BT = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
-                [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], dtype=np.float64)
+# Lavin & Gray's transforms for 4x4 outputs from 6x6 input tiles (stride 4): Y = A^T [(G w G^T) * (B^T d B)] A.
+# B^T, A^T and their transposes have small integer entries, so each product with them is written out as a
+# dozen adds of strided slices into preallocated buffers (out=): a tensordot would first copy the
+# overlapping tiles out, and fresh temporaries of this size cost page faults. Each transform acts on one
+# axis of the tiles, then on the other. The buffers need plain arrays: stand-ins (jit, vmap) take im2col.
 _G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
                [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], dtype=np.float64)
-_AT = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
-               dtype=np.float64)
-WINOGRAD_MIN_CHANNELS = 32  # below this, its fixed cost of ~20 NumPy calls outweighs the saved multiplications
+WINOGRAD_MIN_CHANNELS = 32  # below this, its fixed cost of ~150 NumPy calls outweighs the saved multiplications
+def _winograd_sized(wshape: tuple[int, ...], channels: int, size: tuple[int, ...], stride: Pair, dilation: Pair,
+                    groups: int) -> bool:
+    """A 3x3, stride-1 convolution with many channels and at least 8x8 input pixels: where Winograd wins."""
+    return (tuple(wshape[2:]) == (3, 3) and stride == (1, 1) and dilation == (1, 1) and groups == 1
+            and min(channels, wshape[0]) >= WINOGRAD_MIN_CHANNELS and min(size) >= 8)
 
 
-def _winograd_fits(xshape: tuple[int, ...], wshape: tuple[int, ...], stride: Pair, dilation: Pair, groups: int) -> bool:
-    return (wshape[2] == 3 and wshape[3] == 3 and stride == (1, 1) and dilation == (1, 1) and groups == 1
-            and min(xshape[1], wshape[0]) >= WINOGRAD_MIN_CHANNELS and xshape[2] >= 8 and xshape[3] >= 8)
+def _winograd_fits(x: Any, w: Any, stride: Pair, dilation: Pair, groups: int) -> bool:
+    """Winograd for the convolution of ``x`` with ``w`` (plain arrays of a Winograd size)."""
+    return _winograd_sized(w.shape, x.shape[1], x.shape[2:], stride, dilation, groups) and _plain(x, w)
 
 
-def _winograd(x: Any, w: Any, pads: Pads, out: Pair) -> Any:
-    """A 3x3, stride-1 convolution by F(4x4, 3x3): 36 matrix products over tiles instead of 9 over pixels."""
-    n, c = x.shape[0], x.shape[1]
-    o = w.shape[0]
-    ho, wo = out
-    th, tw = -(-ho // 4), -(-wo // 4)
+def _every4(a: Any, axis: int, k: int, count: int) -> Any:
+    """The view of ``a`` at positions ``k, k + 4, ..., k + 4 (count - 1)`` along ``axis``."""
+    index = [slice(None)] * a.ndim
+    index[axis] = slice(k, k + 4 * count - 3, 4)
+    return a[tuple(index)]
+
+
+def _bt(d: list[Any], out: list[Any], tmp: list[Any]) -> None:
+    """``out[i] = sum_k B^T[i, k] d[k]`` for six slices ``d`` (the input transform along one axis)."""
+    d0, d1, d2, d3, d4, d5 = d
+    o0, o1, o2, o3, o4, o5 = out
+    t, u = tmp
+    np.subtract(d4, d2, out=t)
+    np.subtract(d0, d2, out=o0)
+    o0 *= 4
+    o0 += t  # 4 d0 - 5 d2 + d4
+    np.subtract(d1, d3, out=o5)
+    o5 *= 4
+    o5 += d5
+    o5 -= d3  # 4 d1 - 5 d3 + d5
+    np.multiply(d2, 3, out=u)
+    np.subtract(t, u, out=o1)  # d4 - 4 d2
+    np.multiply(d1, 4, out=u)
+    np.subtract(d3, u, out=u)  # d3 - 4 d1
+    np.subtract(o1, u, out=o2)
+    o1 += u
+    np.subtract(d3, d1, out=u)
+    u *= 2
+    np.add(t, u, out=o3)  # (d4 - d2) + 2 (d3 - d1)
+    np.subtract(t, u, out=o4)
+
+
+def _b_overlapping(v: list[Any], out: Any, axis: int, count: int, tmp: list[Any]) -> None:
+    """``sum_i B^T[i, k] v[i]`` into the ``4 count + 2`` positions of ``out`` along ``axis``, adding where the
+    tiles (6 wide, 4 apart) overlap: the transpose of the input transform, for the input gradient."""
+    v0, v1, v2, v3, v4, v5 = v
+    p12, m12, p34, m34, x = tmp
+    np.add(v1, v2, out=p12)
+    np.subtract(v1, v2, out=m12)
+    np.add(v3, v4, out=p34)
+    np.subtract(v3, v4, out=m34)
+    np.multiply(v0, 4, out=_every4(out, axis, 0, count))
+    o1 = np.subtract(v5, m12, out=_every4(out, axis, 1, count))
+    o1 *= 4
+    np.multiply(m34, 2, out=x)
+    o1 -= x  # -4 (v1 - v2) - 2 (v3 - v4) + 4 v5
+    o3 = np.add(m12, x, out=_every4(out, axis, 3, count))
+    np.multiply(v5, 5, out=x)
+    o3 -= x  # (v1 - v2) + 2 (v3 - v4) - 5 v5
+    o2 = np.multiply(v0, -5, out=_every4(out, axis, 2, count))
+    np.multiply(p12, 4, out=x)
+    o2 -= x
+    o2 -= p34  # -5 v0 - 4 (v1 + v2) - (v3 + v4)
+    index = [slice(None)] * out.ndim
+    index[axis] = slice(4 * count, None)
+    out[tuple(index)] = 0  # the last tile's two extra positions, which no next tile starts on
+    o4 = _every4(out, axis, 4, count)
+    o4 += v0
+    o4 += p12
+    o4 += p34
+    o5 = _every4(out, axis, 5, count)
+    o5 += v5
+
+
+def _at(m: list[Any], out: list[Any], tmp: list[Any]) -> None:
+    """``out[a] = sum_i A^T[a, i] m[i]``: four outputs from six slices (the output transform along one axis)."""
+    m0, m1, m2, m3, m4, m5 = m
+    y0, y1, y2, y3 = out
+    s, d, p, q = tmp
+    np.add(m1, m2, out=s)
+    np.subtract(m1, m2, out=d)
+    np.add(m3, m4, out=p)
+    np.subtract(m3, m4, out=q)
+    np.add(m0, s, out=y0)
+    y0 += p
+    np.multiply(q, 2, out=y1)
+    y1 += d
+    np.multiply(p, 4, out=y2)
+    y2 += s
+    np.multiply(q, 8, out=y3)
+    y3 += d
+    y3 += m5
+
+
+def _a(y: list[Any], out: list[Any], tmp: list[Any]) -> None:
+    """``out[i] = sum_a A^T[a, i] y[a]``: six from four (the transpose of the output transform)."""
+    y0, y1, y2, y3 = y
+    i0, i1, i2, i3, i4, i5 = out
+    e, o = tmp
+    np.add(y0, y2, out=e)
+    np.add(y1, y3, out=o)
+    np.add(e, o, out=i1)
+    np.subtract(e, o, out=i2)
+    np.multiply(y2, 4, out=e)
+    e += y0
+    np.multiply(y3, 4, out=o)
+    o += y1
+    o *= 2
+    np.add(e, o, out=i3)  # y0 + 2 y1 + 4 y2 + 8 y3
+    np.subtract(e, o, out=i4)
+    np.copyto(i0, y0)
+    np.copyto(i5, y3)
+
+
+def _winograd_input(x: Any, pads: Pads, th: int, tw: int) -> Any:
+    """``V = B^T d B`` for the ``th x tw`` 6x6 tiles of each image of NCHW ``x`` padded by ``pads``: (36, tiles, C)."""
+    n, c, h, wd = x.shape
     dt = x.dtype
-    bt, g_, at = _BT.astype(dt), _G.astype(dt), _AT.astype(dt)
-    # Pad so that th x tw tiles of 6x6 (stride 4) fit, as NHWC.
-    xh = np.transpose(x, (0, 2, 3, 1))
-    xh = np.pad(xh, ((0, 0), (pads[0][0], 4 * th + 2 - x.shape[2] - pads[0][0]),
-                     (pads[1][0], 4 * tw + 2 - x.shape[3] - pads[1][0]), (0, 0)))
-    tiles = _window_view(xh, (6, 6), axis=(1, 2))[:, ::4, ::4]  # (N, th, tw, C, 6, 6)
-    v = np.tensordot(bt, tiles, axes=([1], [4]))  # (6i, N, th, tw, C, 6b)
-    v = np.matmul(v, bt.T)  # (6i, N, th, tw, C, 6j)
-    v = np.transpose(v, (0, 5, 1, 2, 3, 4)).reshape(36, n * th * tw, c)
-    u = np.matmul(np.matmul(g_, w), g_.T)  # (O, C, 6, 6)
-    u = np.transpose(u, (2, 3, 1, 0)).reshape(36, c, o)
-    m = np.matmul(v, u).reshape(6, 6, n * th * tw * o)  # (6i, 6j, tiles * O)
-    y = np.tensordot(at, m, axes=([1], [0]))  # (4a, 6j, tiles*O)
-    y = np.tensordot(at, y, axes=([1], [1]))  # (4b, 4a, tiles*O)
-    y = y.reshape(4, 4, n, th, tw, o).transpose(2, 3, 1, 4, 0, 5).reshape(n, 4 * th, 4 * tw, o)
-    return y[:, :ho, :wo].transpose(0, 3, 1, 2), (v, th, tw)
+    xp = _buffer("x", (n, 4 * th + 2, 4 * tw + 2, c), dt, border=(pads, h, wd))  # NHWC: the products are GEMMs
+    xp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd] = x.transpose(0, 2, 3, 1)
+    rows = _buffer("rows", (6, n, th, 4 * tw + 2, c), dt)
+    _bt([_every4(xp, 1, k, th) for k in range(6)], list(rows), list(_buffer("t1", (2,) + rows.shape[1:], dt)))
+    v = np.empty((6, 6, n, th, tw, c), dt)
+    _bt([_every4(rows, 3, k, tw) for k in range(6)], [v[:, j] for j in range(6)],
+        list(_buffer("t2", (2, 6, n, th, tw, c), dt)))
+    return v.reshape(36, n * th * tw, c)
 
 
-def _winograd_wgrad(saved: Any, g: Any, wshape: tuple[int, ...]) -> Any:
-    """The weight gradient of a Winograd convolution, by its adjoint: ``w̄ = G^T [V^T (A ȳ A^T)] G``.
+def _winograd_weight(w: Any) -> Any:
+    """``U = G w G^T`` for a weight ``(O, C, 3, 3)``, as (36, C, O): one product with ``G ⊗ G``."""
+    o, c = w.shape[:2]
+    gg = np.kron(_G, _G).astype(w.dtype)  # (36, 9): [6 i + j, 3 k + l] = G[i, k] G[j, l]
+    return np.ascontiguousarray(np.matmul(w.reshape(o * c, 9), gg.T).T).reshape(36, o, c).transpose(0, 2, 1)
 
-    ``saved`` is the forward's transformed input ``V`` (36, tiles, C) and the tile counts; a
-    quarter of the multiplications of the im2col weight gradient, and no second im2col.
-    """
-    v, th, tw = saved
+
+def _winograd_output(m: Any, n: int, th: int, tw: int, out: Pair) -> Any:
+    """``A^T M A`` per tile of the products ``M`` (36, tiles, O): the NCHW output, a view of NHWC data."""
+    o, dt = m.shape[2], m.dtype
+    m6 = m.reshape(6, 6, n, th, tw, o)
+    half = _buffer("half", (4, 6, n, th, tw, o), dt)
+    _at(list(m6), list(half), list(_buffer("t1", (4, 6, n, th, tw, o), dt)))
+    y = np.empty((n, th, 4, tw, 4, o), dt)
+    _at([half[:, j] for j in range(6)], list(y.transpose(4, 2, 0, 1, 3, 5)),  # (b, a, N, th, tw, O)
+        list(_buffer("t2", (4, 4, n, th, tw, o), dt)))
+    return y.reshape(n, 4 * th, 4 * tw, o)[:, :out[0], :out[1]].transpose(0, 3, 1, 2)
+
+
+def _winograd_grad_output(g: Any, th: int, tw: int) -> Any:
+    """``A ȳ A^T`` per 4x4 tile of the output gradient ``g`` (N, O, Ho, Wo): (36, tiles, O)."""
     n, o, ho, wo = g.shape
     dt = g.dtype
-    g_, at = _G.astype(dt), _AT.astype(dt)
-    gh = np.pad(np.transpose(g, (0, 2, 3, 1)), ((0, 0), (0, 4 * th - ho), (0, 4 * tw - wo), (0, 0)))
-    ybar = gh.reshape(n, th, 4, tw, 4, o).transpose(2, 4, 0, 1, 3, 5).reshape(4, 4, n * th * tw * o)
-    mbar = np.tensordot(at.T, ybar, axes=([1], [0]))  # (6i, 4b, tiles*O)
-    mbar = np.tensordot(at.T, mbar, axes=([1], [1]))  # (6j, 6i, tiles*O)
-    mbar = np.transpose(mbar, (1, 0, 2)).reshape(36, n * th * tw, o)
-    ubar = np.matmul(np.swapaxes(v, 1, 2), mbar).reshape(6, 6, wshape[1], o)  # (6i, 6j, C, O)
-    wbar = np.tensordot(np.tensordot(g_.T, ubar, axes=([1], [0])), g_, axes=([1], [0]))  # (3k, C, O, 3l)
-    return np.transpose(wbar, (2, 1, 0, 3))
+    gh = g.transpose(0, 2, 3, 1)
+    if (ho, wo) != (4 * th, 4 * tw) or not gh.flags.c_contiguous:
+        gh = _buffer("g", (n, 4 * th, 4 * tw, o), dt, border=(ho, wo))
+        gh[:, :ho, :wo] = g.transpose(0, 2, 3, 1)
+    rows = _buffer("rows", (6, n, th, 4 * tw, o), dt)
+    _a([_every4(gh, 1, a, th) for a in range(4)], list(rows), list(_buffer("t1", (2,) + rows.shape[1:], dt)))
+    mbar = _buffer("mbar", (6, 6, n, th, tw, o), dt)
+    _a([_every4(rows, 3, b, tw) for b in range(4)], [mbar[:, j] for j in range(6)],
+       list(_buffer("t2", (2, 6, n, th, tw, o), dt)))
+    return mbar.reshape(36, n * th * tw, o)
+
+
+def _winograd_input_adjoint(vbar: Any, n: int, th: int, tw: int, pads: Pads, size: Pair) -> Any:
+    """``B V̄ B^T`` per tile, the overlapping tiles added up and the padding cut: the input gradient (NCHW view)."""
+    c, dt = vbar.shape[2], vbar.dtype
+    v6 = vbar.reshape(6, 6, n, th, tw, c)
+    rows = _buffer("rows", (6, n, th, 4 * tw + 2, c), dt)
+    _b_overlapping([v6[:, j] for j in range(6)], rows, 3, tw, list(_buffer("t5", (5, 6, n, th, tw, c), dt)))
+    dxp = np.empty((n, 4 * th + 2, 4 * tw + 2, c), dt)
+    _b_overlapping(list(rows), dxp, 1, th, list(_buffer("t5", (5, n, th, 4 * tw + 2, c), dt)))
+    (t, _), (lf, _) = pads
+    return dxp[:, t:t + size[0], lf:lf + size[1]].transpose(0, 3, 1, 2)
+
+
+def _winograd_weight_adjoint(ubar: Any) -> Any:
+    """``G^T Ū G`` for the products' weight gradient ``Ū`` (36, C, O): the weight gradient (O, C, 3, 3)."""
+    c, o = ubar.shape[1:]
+    gg = np.kron(_G, _G).astype(ubar.dtype)
+    return np.matmul(gg.T, np.swapaxes(ubar, 1, 2).reshape(36, o * c)).T.reshape(o, c, 3, 3)
+
+
+def _winograd(x: Any, w: Any, pads: Pads, out: Pair) -> tuple[Any, Any]:
+    """A 3x3, stride-1 convolution by F(4x4, 3x3): 36 matrix products over tiles instead of 9 over pixels.
+
+    Also returns what the gradients reuse: the transformed input and weight and the tile counts.
+    """
+    th, tw = -(-out[0] // 4), -(-out[1] // 4)
+    v, u = _winograd_input(x, pads, th, tw), _winograd_weight(w)
+    m = np.matmul(v, u, out=_buffer("m", (36, v.shape[1], u.shape[2]), v.dtype))
+    return _winograd_output(m, x.shape[0], th, tw, out), (v, u, th, tw)
+
+
+def _winograd_grads(saved: Any, g: Any, pads: Pads, size: Pair, nx: bool, nw: bool) -> tuple[Any, Any]:
+    """The input and weight gradients of a Winograd convolution by its transpose, sharing ``A ȳ A^T``:
+    ``x̄ = B [(A ȳ A^T) U^T] B^T`` tile by tile, ``w̄ = G^T [V^T (A ȳ A^T)] G``."""
+    v, u, th, tw = saved
+    mbar = _winograd_grad_output(g, th, tw)
+    gx = None
+    if nx:
+        vbar = np.matmul(mbar, np.swapaxes(u, 1, 2), out=_buffer("m", (36, mbar.shape[1], u.shape[1]), u.dtype))
+        gx = _winograd_input_adjoint(vbar, g.shape[0], th, tw, pads, size)
+    gw = _winograd_weight_adjoint(np.matmul(np.swapaxes(v, 1, 2), mbar)) if nw else None
+    return gx, gw
+
+
+def _winograd_t_fits(g: Any, w: Any, size: Pair, pads: Pads, stride: Pair, dilation: Pair, groups: int) -> bool:
+    """Whether the transpose of a convolution can run as the transpose of its Winograd form."""
+    return (_winograd_sized(w.shape, w.shape[1], size, stride, dilation, groups) and _plain(g, w)
+            and min(pads[0] + pads[1]) >= 0
+            and all(g.shape[2 + a] == size[a] + sum(pads[a]) - 2 for a in (0, 1)))
+
+
+def _winograd_t(g: Any, w: Any, size: Pair, pads: Pads) -> Any:
+    """The transposed convolution (input gradient) of a Winograd-sized convolution, by the transposed transforms."""
+    th, tw = -(-g.shape[2] // 4), -(-g.shape[3] // 4)
+    return _winograd_grads((None, _winograd_weight(w), th, tw), g, pads, size, True, False)[0]
 
 
 def _crop(y: Any, shape: tuple[int, ...]) -> Any:
@@ -374,21 +631,37 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     if b is not None and np.shape(_raw(b)) != (np.shape(wr)[0],):
         raise ValueError(f"{where}: the bias must have shape ({np.shape(wr)[0]},), got {np.shape(_raw(b))}")
     y, cols = _conv_raw(xr, wr, st, pads, dil, groups)
-    if b is not None:
+    if b is not None and _plain(y, _raw(b)):  # y is a fresh product: the bias goes in without another array
+        y = np.add(y, _raw(b).reshape(-1, 1, 1), out=y)
+    elif b is not None:
         y = y + _raw(b).reshape(-1, 1, 1)
     size = (int(np.shape(xr)[2]), int(np.shape(xr)[3]))
     wshape = tuple(np.shape(wr))
     nx, nw, nb = _none_need(need, 3)[:3]
 
     def vjp(g: Any) -> tuple[Any, ...]:
-        gx = _call(conv_transpose_input, "conv_transpose_input", g, w, size, st, pads, dil, groups) if nx else None
-        if not nw:
-            gw = None
-        elif not _is_tensor(g) and not _is_tensor(x):  # reuse the forward's columns or transformed input
-            gw = _winograd_wgrad(cols, g, wshape) if isinstance(cols, tuple) else _wgrad_cols(cols, g, wshape, groups)
+        values = not _is_tensor(x) and not _is_tensor(w)  # (else a replay, whose gradients must be recorded)
+        rows = None
+        if isinstance(cols, tuple) and values and _plain(g, cols[0]):  # Winograd's transposed transforms
+            gx, gw = _winograd_grads(cols, g, pads, size, nx, nw)
         else:
-            gw = _call(conv2d_weight, "conv2d_weight", x, g, wshape, st, pads, dil, groups)
-        gb = None if b is None or not nb else g.sum(axis=(0, 2, 3))
+            rows = _nhwc_rows(g) if _plain(g) else None  # g as (N*Ho*Wo, O), once for the three gradients
+            if not nx:
+                gx = None
+            elif rows is not None and values and _col2im_fits(g, wr, size, st, pads, dil, groups):
+                gx = _col2im(g, wr, size, st, pads, dil, rows)
+            else:
+                gx = _call(conv_transpose_input, "conv_transpose_input", g, w, size, st, pads, dil, groups)
+            if not nw:
+                gw = None
+            elif not _is_tensor(g) and not _is_tensor(x) and not isinstance(cols, tuple):  # the forward's columns
+                gw = _wgrad_cols(cols, g, wshape, groups, rows)
+            else:
+                gw = _call(conv2d_weight, "conv2d_weight", x, g, wshape, st, pads, dil, groups)
+        if b is None or not nb:
+            gb = None
+        else:
+            gb = np.einsum("mo->o", rows) if rows is not None else g.sum(axis=(0, 2, 3))
         return gx, gw, gb, None, None, None, None
 
     return y, vjp

@@ -15,9 +15,12 @@ array([[-1., -1.],
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
+
+from ._scratch import buffer, plain
 
 
 def _normalise(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any]:
@@ -26,6 +29,43 @@ def _normalise(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any]:
     centred = x - mean
     inv = 1.0 / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + eps)
     return centred * inv, inv
+
+
+def _channel_sum(axis: int, a: Any, b: Any = None) -> Any:
+    """The sum of ``a`` (or of ``a * b``) over every axis but ``axis``: one ``einsum``, which is several
+    times faster than ``np.sum`` over three axes of a channels-last view and needs no product array."""
+    letters = "abcdefghijklmnopqrstuvwxyz"[:np.ndim(a)]
+    if b is None:
+        return np.einsum(f"{letters}->{letters[axis]}", a)
+    return np.einsum(f"{letters},{letters}->{letters[axis]}", a, b)
+
+
+_last = threading.local()  # the statistics of the last batch_norm of this thread, with its input
+
+
+def batch_statistics(x: Any, axis: int) -> tuple[Any, Any]:
+    """The mean and the biased variance of ``x`` over every axis but ``axis``, per channel (two passes, or
+    none when ``x`` is the array the last ``batch_norm`` of this thread normalised, right before).
+
+    >>> batch_statistics(np.array([[1.0, 10.0], [3.0, 30.0]]), 1)
+    (array([ 2., 20.]), array([  1., 100.]))
+    """
+    last = getattr(_last, "stats", None)
+    _last.stats = None  # (taken once, by the caller that ran batch_norm on x just before)
+    if last is not None and last[0] is x and last[1] == axis:  # batch_norm's own, just computed for this x
+        return last[2], last[3]
+    count = int(np.size(x)) // max(int(np.shape(x)[axis]), 1)
+    bshape = tuple(n if a == axis else 1 for a, n in enumerate(np.shape(x)))
+    mean = _channel_sum(axis, x) / count
+    centred = _centred(x, np.reshape(mean, bshape))
+    return mean, _channel_sum(axis, centred, centred) / count
+
+
+def _centred(x: Any, mean: Any) -> Any:
+    """``x - mean`` for a rule that drops it soon (a reused buffer for plain arrays)."""
+    if plain(x, mean):
+        return np.subtract(x, mean, out=buffer("centred", np.shape(x), x.dtype))
+    return x - mean
 
 
 def _input_cotangent(gh: Any, xhat: Any, inv: Any, axes: tuple[int, ...]) -> Any:
@@ -54,19 +94,31 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
         if p is not None and np.shape(p) != (c,):
             raise ValueError(f"batch_norm: {name} must have shape ({c},) for input {np.shape(x)} (axis {axis}), "
                              f"got {np.shape(p)}")
-    axes = tuple(a for a in range(ndim) if a != axis)
     bshape = tuple(c if a == axis else 1 for a in range(ndim))
-    xhat, inv = _normalise(x, axes, eps)
-    w = None if weight is None else np.reshape(weight, bshape)
-    ans = xhat if w is None else xhat * w
+    count = int(np.size(x)) // max(c, 1)  # the entries each channel's statistics are taken over
+    mean_c = _channel_sum(axis, x) / count
+    mean = np.reshape(mean_c, bshape)
+    centred = x - mean
+    var_c = _channel_sum(axis, centred, centred) / count
+    _last.stats = (x, axis, mean_c, var_c)  # for nn.BatchNorm's running statistics (batch_statistics)
+    inv = np.reshape(1.0 / np.sqrt(var_c + eps), bshape)
+    k = inv if weight is None else np.reshape(weight, bshape) * inv  # ans = (x - mean) k + bias
+    ans = np.multiply(centred, k, out=centred if plain(centred, k) else None)  # (our own array)
     if bias is not None:
-        ans = ans + np.reshape(bias, bshape)
+        shift = np.reshape(bias, bshape)
+        ans = np.add(ans, shift, out=ans if plain(ans, shift) and ans is centred else None)
 
     def vjp(g: Any) -> tuple[Any, ...]:
-        gh = g if w is None else g * w
-        gx = _input_cotangent(gh, xhat, inv, axes)
-        gw = None if weight is None else np.sum(g * xhat, axis=axes)
-        gb = None if bias is None else np.sum(g, axis=axes)
+        # (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)) / σ with ĝ = g w and x̂ = (x - mean) / σ: the means are per-channel
+        # sums, so it is g k - (k sum(g) + (x - mean) k sum(g x̂) / σ) / count with k = w / σ. x̂ is not
+        # kept from the forward (x is kept anyway): an array of the batch's size fewer alive until here.
+        centred = _centred(x, mean)
+        sum_g, sum_gx = _channel_sum(axis, g), _channel_sum(axis, g, centred) * np.reshape(inv, (c,))
+        slope = k * inv * np.reshape(sum_gx / count, bshape)
+        gx = (g * k - k * np.reshape(sum_g / count, bshape)) - np.multiply(
+            centred, slope, out=centred if plain(centred, slope) else None)
+        gw = None if weight is None else sum_gx
+        gb = None if bias is None else sum_g
         return gx, gw, gb, None, None
 
     return ans, vjp

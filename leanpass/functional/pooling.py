@@ -80,11 +80,10 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
         hit = t == ans
         chosen.append(hit if taken is None else hit & ~taken)
         taken = hit if taken is None else taken | hit
-    dtype = np.result_type(xr)
     if tiled:
         # (N, Ho, kH, Wo, kW, C): the input's own layout, so the rule needs no transposing copy
         rows = [np.stack(chosen[a * k[1]:(a + 1) * k[1]], axis=3) for a in range(k[0])]
-        onehot = np.stack(rows, axis=2).astype(dtype)
+        onehot = np.stack(rows, axis=2)  # kept as booleans: a quarter of the memory until the backward pass
 
         def vjp(g: Any) -> tuple[Any, ...]:
             gh = np.transpose(g, (0, 2, 3, 1))[:, :, None, :, None]
@@ -93,7 +92,7 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
             return (_conv._pad_crop(z, rest) if rest != ((0, 0), (0, 0)) else z), None, None, None, None
 
         return np.transpose(ans, (0, 3, 1, 2)), vjp
-    onehot = np.stack(chosen, axis=-1).astype(dtype).reshape(n, c, out[0], out[1], k[0], k[1])
+    onehot = np.stack(chosen, axis=-1).reshape(n, c, out[0], out[1], k[0], k[1])
 
     def vjp_general(g: Any) -> tuple[Any, ...]:
         return _unwindow(g[..., None, None] * onehot, (h, w), k, s, p, d), None, None, None, None
