@@ -266,13 +266,42 @@ def test_winograd_sized_layers_under_transforms():
         return (lp.conv2d(x, w, padding=1) ** 2).sum()
 
     gx, gw = lp.grad(loss, argnums=(0, 1))(x, w)
-    jx, jw = lp.jit(lp.grad(loss, argnums=(0, 1)))(x, w)  # traced: im2col instead of the buffered transforms
+    jx, jw = lp.jit(lp.grad(loss, argnums=(0, 1)))(x, w)
     np.testing.assert_allclose(jx, gx, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(jw, gw, rtol=1e-9, atol=1e-9)
     batched = lp.vmap(lambda x: lp.conv2d(x[None], w, padding=1)[0])(x)
     np.testing.assert_allclose(batched, y, rtol=1e-9, atol=1e-9)
     _, tangent = lp.jvp(lambda x: lp.conv2d(x, w, padding=1), (x,), (x,))
     np.testing.assert_allclose(tangent, y, rtol=1e-9, atol=1e-9)  # linear in x
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_winograd_layers_under_jit_give_eagers_bits(dtype):
+    """jit runs the Winograd transforms on its stand-ins (fresh traced work arrays instead of the reused
+    buffers): the forward, the three gradients and a second-order gradient equal eager's bit for bit."""
+    rng = np.random.default_rng(8)
+    c = C.WINOGRAD_MIN_CHANNELS
+    x = rng.standard_normal((2, c + 2, 9, 10)).astype(dtype)
+    w = (rng.standard_normal((c, c + 2, 3, 3)) * 0.1).astype(dtype)
+    b = rng.standard_normal(c).astype(dtype)
+    assert C._winograd_fits(x, w, (1, 1), (1, 1), 1)
+
+    def loss(x, w, b):
+        return (lp.conv2d(x, w, b, padding=1) ** 2).sum()
+
+    def second(x):
+        return (lp.grad(loss)(x, w, b) ** 2).sum()
+
+    eager_y = lp.conv2d(x, w, b, padding=1).numpy()
+    assert np.array_equal(lp.jit(lambda x, w, b: lp.conv2d(x, w, b, padding=1))(x, w, b).numpy(), eager_y)
+    eager_g = lp.grad(loss, argnums=(0, 1, 2))(x, w, b)
+    compiled = lp.jit(lp.grad(loss, argnums=(0, 1, 2)))
+    for _ in range(2):  # the trace, then a replay
+        assert all(np.array_equal(a, e) for a, e in zip(compiled(x, w, b), eager_g))
+    assert np.array_equal(lp.jit(lp.grad(second))(x), lp.grad(second)(x))
+    # and the values are the convolution (against the reference loop, to rounding)
+    np.testing.assert_allclose(eager_y, ref_conv2d(x, w, b, (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+                               rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4 if dtype == np.float32 else 1e-10)
 
 
 def test_conv2d_same_valid_and_depthwise():

@@ -42,6 +42,37 @@ def buffer(tag: str, shape: tuple[int, ...], dtype: Any, border: Any = None) -> 
     return a
 
 
+def work(tag: str, shape: tuple[int, ...], dtype: Any, like: Any, border: Any = None) -> Any:
+    """``buffer(tag, ...)`` for a plain ``like``; for a stand-in of ``jit``, a fresh traced array of zeros (made
+    with ``np.zeros_like(like)``), so that the writes into it are recorded and the replay repeats them."""
+    if type(like) is np.ndarray:
+        return buffer(tag, shape, dtype, border)
+    return np.zeros_like(like, shape=shape, dtype=dtype)
+
+
+def traced_or_plain(*arrays: Any) -> bool:
+    """All float arrays of one dtype, each plain or a stand-in of ``jit`` (not of ``vmap``): where the buffered
+    algorithms also run under ``jit``, writing into ``work`` arrays, so that jit replays eager's bits."""
+    dt = getattr(arrays[0], "dtype", None)
+    if dt is None or dt.kind != "f":
+        return False
+    for a in arrays:
+        t = type(a)
+        if not (t is np.ndarray or (getattr(t, "_lp_traced", False) and not getattr(t, "_lp_batched", False))):
+            return False
+        if a.dtype != dt:
+            return False
+    return True
+
+
+def like(*arrays: Any) -> Any:
+    """The first of ``arrays`` that is a stand-in (work arrays are made like it), else the first."""
+    for a in arrays:
+        if type(a) is not np.ndarray:
+            return a
+    return arrays[0]
+
+
 def plain(*arrays: Any) -> bool:
     """All plain float arrays of one dtype: what the rules' buffered fast paths may write for."""
     dt = arrays[0].dtype if type(arrays[0]) is np.ndarray else None

@@ -14,9 +14,9 @@ a quarter of the multiplications. Outputs are NCHW views of NHWC arrays, so the 
 view costs nothing. The input gradient is chosen per shape too: Winograd's transposed transforms,
 col2im (one product, then each kernel tap's share added in) for strided layers and those with few
 input channels, otherwise a convolution of the padded gradient with the flipped kernel. On plain
-arrays, temporaries go into reused buffers (``_scratch``); ``jit``'s and ``vmap``'s stand-ins and the
-Tensors of a replayed rule take general forms of the same algorithms, bit for bit (im2col for
-Winograd's shapes).
+arrays, temporaries go into reused buffers (``_scratch``); under ``jit`` the same algorithms write into
+fresh traced arrays instead, so a compiled function gives eager's bits. ``vmap``'s stand-ins and the
+Tensors of a replayed rule take general forms of the same algorithms (im2col for Winograd's shapes).
 
 >>> x = np.arange(16.0).reshape(1, 1, 4, 4)
 >>> w = np.ones((1, 1, 2, 2))
@@ -40,7 +40,10 @@ import numpy as np
 
 from . import _lift
 from ._scratch import buffer as _buffer
+from ._scratch import like as _like
 from ._scratch import plain as _plain
+from ._scratch import traced_or_plain as _traced_or_plain
+from ._scratch import work as _work
 
 _window_view = np.lib.stride_tricks.sliding_window_view
 Pads = tuple[tuple[int, int], tuple[int, int]]
@@ -384,7 +387,17 @@ def _winograd_sized(wshape: tuple[int, ...], channels: int, size: tuple[int, ...
 
 def _winograd_fits(x: Any, w: Any, stride: Pair, dilation: Pair, groups: int) -> bool:
     """Winograd for the convolution of ``x`` with ``w`` (plain arrays of a Winograd size)."""
-    return _winograd_sized(w.shape, x.shape[1], x.shape[2:], stride, dilation, groups) and _plain(x, w)
+    return _winograd_sized(w.shape, x.shape[1], x.shape[2:], stride, dilation, groups) and _traced_or_plain(x, w)
+
+
+def _split(a: Any) -> list[Any]:
+    """The slices of ``a`` along its first axis (also of a stand-in of jit, which has no iterator)."""
+    return [a[k] for k in range(len(a))] if not isinstance(a, (list, tuple)) else list(a)
+
+
+def _fresh(shape: tuple[int, ...], dtype: Any, like: Any) -> Any:
+    """A new array to fill (one a caller keeps): ``np.empty``, or traced zeros like a stand-in of jit."""
+    return np.empty(shape, dtype) if type(like) is np.ndarray else np.zeros_like(like, shape=shape, dtype=dtype)
 
 
 def _every4(a: Any, axis: int, k: int, count: int) -> Any:
@@ -495,13 +508,13 @@ def _winograd_input(x: Any, pads: Pads, th: int, tw: int) -> Any:
     """``V = B^T d B`` for the ``th x tw`` 6x6 tiles of each image of NCHW ``x`` padded by ``pads``: (36, tiles, C)."""
     n, c, h, wd = x.shape
     dt = x.dtype
-    xp = _buffer("x", (n, 4 * th + 2, 4 * tw + 2, c), dt, border=(pads, h, wd))  # NHWC: the products are GEMMs
+    xp = _work("x", (n, 4 * th + 2, 4 * tw + 2, c), dt, x, border=(pads, h, wd))  # NHWC: the products are GEMMs
     xp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd] = x.transpose(0, 2, 3, 1)
-    rows = _buffer("rows", (6, n, th, 4 * tw + 2, c), dt)
-    _bt([_every4(xp, 1, k, th) for k in range(6)], list(rows), list(_buffer("t1", (2,) + rows.shape[1:], dt)))
-    v = np.empty((6, 6, n, th, tw, c), dt)
+    rows = _work("rows", (6, n, th, 4 * tw + 2, c), dt, x)
+    _bt([_every4(xp, 1, k, th) for k in range(6)], _split(rows), _split(_work("t1", (2,) + rows.shape[1:], dt, x)))
+    v = _fresh((6, 6, n, th, tw, c), dt, x)
     _bt([_every4(rows, 3, k, tw) for k in range(6)], [v[:, j] for j in range(6)],
-        list(_buffer("t2", (2, 6, n, th, tw, c), dt)))
+        _split(_work("t2", (2, 6, n, th, tw, c), dt, x)))
     return v.reshape(36, n * th * tw, c)
 
 
@@ -516,11 +529,11 @@ def _winograd_output(m: Any, n: int, th: int, tw: int, out: Pair) -> Any:
     """``A^T M A`` per tile of the products ``M`` (36, tiles, O): the NCHW output, a view of NHWC data."""
     o, dt = m.shape[2], m.dtype
     m6 = m.reshape(6, 6, n, th, tw, o)
-    half = _buffer("half", (4, 6, n, th, tw, o), dt)
-    _at(list(m6), list(half), list(_buffer("t1", (4, 6, n, th, tw, o), dt)))
-    y = np.empty((n, th, 4, tw, 4, o), dt)
-    _at([half[:, j] for j in range(6)], list(y.transpose(4, 2, 0, 1, 3, 5)),  # (b, a, N, th, tw, O)
-        list(_buffer("t2", (4, 4, n, th, tw, o), dt)))
+    half = _work("half", (4, 6, n, th, tw, o), dt, m)
+    _at(_split(m6), _split(half), _split(_work("t1", (4, 6, n, th, tw, o), dt, m)))
+    y = _fresh((n, th, 4, tw, 4, o), dt, m)
+    _at([half[:, j] for j in range(6)], _split(y.transpose(4, 2, 0, 1, 3, 5)),  # (b, a, N, th, tw, O)
+        _split(_work("t2", (4, 4, n, th, tw, o), dt, m)))
     return y.reshape(n, 4 * th, 4 * tw, o)[:, :out[0], :out[1]].transpose(0, 3, 1, 2)
 
 
@@ -529,14 +542,14 @@ def _winograd_grad_output(g: Any, th: int, tw: int) -> Any:
     n, o, ho, wo = g.shape
     dt = g.dtype
     gh = g.transpose(0, 2, 3, 1)
-    if (ho, wo) != (4 * th, 4 * tw) or not gh.flags.c_contiguous:
-        gh = _buffer("g", (n, 4 * th, 4 * tw, o), dt, border=(ho, wo))
+    if (ho, wo) != (4 * th, 4 * tw) or type(g) is not np.ndarray or not gh.flags.c_contiguous:
+        gh = _work("g", (n, 4 * th, 4 * tw, o), dt, g, border=(ho, wo))
         gh[:, :ho, :wo] = g.transpose(0, 2, 3, 1)
-    rows = _buffer("rows", (6, n, th, 4 * tw, o), dt)
-    _a([_every4(gh, 1, a, th) for a in range(4)], list(rows), list(_buffer("t1", (2,) + rows.shape[1:], dt)))
-    mbar = _buffer("mbar", (6, 6, n, th, tw, o), dt)
+    rows = _work("rows", (6, n, th, 4 * tw, o), dt, g)
+    _a([_every4(gh, 1, a, th) for a in range(4)], _split(rows), _split(_work("t1", (2,) + rows.shape[1:], dt, g)))
+    mbar = _work("mbar", (6, 6, n, th, tw, o), dt, g)
     _a([_every4(rows, 3, b, tw) for b in range(4)], [mbar[:, j] for j in range(6)],
-       list(_buffer("t2", (2, 6, n, th, tw, o), dt)))
+       _split(_work("t2", (2, 6, n, th, tw, o), dt, g)))
     return mbar.reshape(36, n * th * tw, o)
 
 
@@ -544,10 +557,10 @@ def _winograd_input_adjoint(vbar: Any, n: int, th: int, tw: int, pads: Pads, siz
     """``B V̄ B^T`` per tile, the overlapping tiles added up and the padding cut: the input gradient (NCHW view)."""
     c, dt = vbar.shape[2], vbar.dtype
     v6 = vbar.reshape(6, 6, n, th, tw, c)
-    rows = _buffer("rows", (6, n, th, 4 * tw + 2, c), dt)
-    _b_overlapping([v6[:, j] for j in range(6)], rows, 3, tw, list(_buffer("t5", (5, 6, n, th, tw, c), dt)))
-    dxp = np.empty((n, 4 * th + 2, 4 * tw + 2, c), dt)
-    _b_overlapping(list(rows), dxp, 1, th, list(_buffer("t5", (5, n, th, 4 * tw + 2, c), dt)))
+    rows = _work("rows", (6, n, th, 4 * tw + 2, c), dt, vbar)
+    _b_overlapping([v6[:, j] for j in range(6)], rows, 3, tw, _split(_work("t5", (5, 6, n, th, tw, c), dt, vbar)))
+    dxp = _fresh((n, 4 * th + 2, 4 * tw + 2, c), dt, vbar)
+    _b_overlapping(_split(rows), dxp, 1, th, _split(_work("t5", (5, n, th, 4 * tw + 2, c), dt, vbar)))
     (t, _), (lf, _) = pads
     return dxp[:, t:t + size[0], lf:lf + size[1]].transpose(0, 3, 1, 2)
 
@@ -566,7 +579,7 @@ def _winograd(x: Any, w: Any, pads: Pads, out: Pair) -> tuple[Any, Any]:
     """
     th, tw = -(-out[0] // 4), -(-out[1] // 4)
     v, u = _winograd_input(x, pads, th, tw), _winograd_weight(w)
-    m = np.matmul(v, u, out=_buffer("m", (36, v.shape[1], u.shape[2]), v.dtype))
+    m = np.matmul(v, u, out=_work("m", (36, v.shape[1], u.shape[2]), v.dtype, _like(v, u)))
     return _winograd_output(m, x.shape[0], th, tw, out), (v, u, th, tw)
 
 
@@ -577,7 +590,8 @@ def _winograd_grads(saved: Any, g: Any, pads: Pads, size: Pair, nx: bool, nw: bo
     mbar = _winograd_grad_output(g, th, tw)
     gx = None
     if nx:
-        vbar = np.matmul(mbar, np.swapaxes(u, 1, 2), out=_buffer("m", (36, mbar.shape[1], u.shape[1]), u.dtype))
+        vbar = np.matmul(mbar, np.swapaxes(u, 1, 2), out=_work("m", (36, mbar.shape[1], u.shape[1]), u.dtype,
+                                                                _like(mbar, u)))
         gx = _winograd_input_adjoint(vbar, g.shape[0], th, tw, pads, size)
     gw = _winograd_weight_adjoint(np.matmul(np.swapaxes(v, 1, 2), mbar)) if nw else None
     return gx, gw
@@ -585,7 +599,7 @@ def _winograd_grads(saved: Any, g: Any, pads: Pads, size: Pair, nx: bool, nw: bo
 
 def _winograd_t_fits(g: Any, w: Any, size: Pair, pads: Pads, stride: Pair, dilation: Pair, groups: int) -> bool:
     """Whether the transpose of a convolution can run as the transpose of its Winograd form."""
-    return (_winograd_sized(w.shape, w.shape[1], size, stride, dilation, groups) and _plain(g, w)
+    return (_winograd_sized(w.shape, w.shape[1], size, stride, dilation, groups) and _traced_or_plain(g, w)
             and min(pads[0] + pads[1]) >= 0
             and all(g.shape[2 + a] == size[a] + sum(pads[a]) - 2 for a in (0, 1)))
 
@@ -642,7 +656,7 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     def vjp(g: Any) -> tuple[Any, ...]:
         values = not _is_tensor(x) and not _is_tensor(w)  # (else a replay, whose gradients must be recorded)
         rows = None
-        if isinstance(cols, tuple) and values and _plain(g, cols[0]):  # Winograd's transposed transforms
+        if isinstance(cols, tuple) and values and _traced_or_plain(g, cols[0]):  # Winograd's transposed transforms
             gx, gw = _winograd_grads(cols, g, pads, size, nx, nw)
         else:
             rows = _nhwc_rows(g) if _plain(g) else None  # g as (N*Ho*Wo, O), once for the three gradients
