@@ -17,18 +17,6 @@ import numpy as np
 
 from . import functional
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401 (installs NumPy dispatch on Tensor)
-from .convolution import (
-    avg_pool1d,
-    avg_pool2d,
-    batch_norm,
-    conv1d,
-    conv2d,
-    conv_transpose2d,
-    group_norm,
-    max_pool1d,
-    max_pool2d,
-    pad,
-)
 from .ops import (
     abs,
     add,
@@ -119,12 +107,27 @@ _LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
 # Forward mode and whole Jacobians load on first use too.
 _LAZY.update({"jvp": "forward", "jacfwd": "jacobians", "jacrev": "jacobians", "jacobian": "jacobians",
               "hessian": "jacobians", "hvp": "jacobians"})
+# Convolutions, pooling, padding and normalisation (leanpass/convolution.py) load on first use too.
+_LAZY.update({name: "convolution" for name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+                                              "avg_pool1d", "avg_pool2d", "pad", "batch_norm", "group_norm")})
 _LAZY.update({"to_dot": "graph", "draw_graph": "graph", "debug_nans": "debug"})  # the graph picture, NaN hunting
 
 if TYPE_CHECKING:
     from . import data, datasets, linalg, losses, nn, optim, special, stats
     from .batching import vmap
     from .checkpoint import load, save
+    from .convolution import (
+        avg_pool1d,
+        avg_pool2d,
+        batch_norm,
+        conv1d,
+        conv2d,
+        conv_transpose2d,
+        group_norm,
+        max_pool1d,
+        max_pool2d,
+        pad,
+    )
     from .debug import debug_nans
     from .forward import jvp
     from .graph import draw_graph, to_dot

@@ -29,3 +29,36 @@ def test_two_functions_recorded_under_one_name_are_not_mixed_up() -> None:
         assert "scaled_cube" in str(e)
     else:
         assert second == pytest.approx(30.0)  # (2 + 3) * 6 x; it gives 2 * 3 * 6 x = 36
+
+
+def _fresh_python(code: str) -> str:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+def test_ops_that_load_on_first_use_are_in_the_table():
+    """The convolution, pooling, padding, normalisation, linalg and special ops load on first use, yet
+    the op table answers for them, lists them, and records them, whichever way their module loads."""
+    out = _fresh_python(
+        "import sys, numpy as np, leanpass as lp\n"
+        "from leanpass import functional as F\n"
+        "print('leanpass.functional.conv' in sys.modules, 'leanpass.convolution' in sys.modules)\n"
+        "print('conv2d' in F.OPS, F.OPS['max_pool2d'].__name__, 'leanpass.functional.conv' in sys.modules)\n"
+        "print(all(n in list(F.OPS) for n in F._LAZY_MODULE), len(F.OPS) == len(dict(F.OPS)))\n"
+    )
+    assert out.split() == ["False", "False", "True", "max_pool2d", "True", "True", "True"]
+    # a module imported directly registers its ops: lp.apply knows the built-in (its name is taken)
+    out = _fresh_python(
+        "import numpy as np, leanpass as lp\n"
+        "from leanpass.functional.linalg import det\n"
+        "x = lp.Tensor(np.eye(2) * 2.0, requires_grad=True)\n"
+        "y = lp.apply(det, 'det', x)\n"
+        "y.backward(); print(y._op, type(y._vjp).__name__ != 'CustomVJP', x.grad.numpy().tolist())\n"
+        "try:\n"
+        "    lp.apply(lambda a: (a, lambda g: (g,)), 'det', x)\n"
+        "except ValueError as e:\n"
+        "    print('refused')\n"
+    )
+    assert out.split() == ["det", "True", "[[2.0,", "0.0],", "[0.0,", "2.0]]", "refused"]

@@ -29,12 +29,7 @@ from . import unary as _unary
 from ._broadcast import unbroadcast as unbroadcast
 from ._tangent import from_derivatives, of_first
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
-from .conv import conv1d, conv2d, conv2d_weight, conv_transpose2d, conv_transpose_input
-from .linalg import cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd
 from .losses import cross_entropy
-from .norms import batch_norm, group_norm
-from .padding import pad
-from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
 from .shapes import (
     astype,
@@ -54,7 +49,6 @@ from .shapes import (
 from .shapes import (
     einsum_subscripts as einsum_subscripts,
 )
-from .special import betaln, digamma, erfinv, gammaln, log_ndtr, logit, ndtr, polygamma, xlog1py, xlogy
 from .unary import (
     abs,
     clip,
@@ -74,7 +68,79 @@ from .unary import (
     tanh,
 )
 
-OPS: dict[str, Callable[..., Any]] = {
+# The ops of these modules load on first use, so that ``import leanpass`` stays cheap: a module adds
+# its ops to OPS when it loads (``_loaded``), and OPS loads them all before it answers for a name it
+# does not hold yet, or lists its ops.
+_LAZY_OPS: dict[str, tuple[str, ...]] = {
+    "conv": ("conv1d", "conv2d", "conv2d_weight", "conv_transpose2d", "conv_transpose_input"),
+    "pooling": ("avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d"),
+    "padding": ("pad",),
+    "norms": ("batch_norm", "group_norm"),
+    "linalg": ("cholesky", "det", "eigh", "inv", "lstsq", "norm", "pinv", "qr", "slogdet", "solve", "svd"),
+    "special": ("betaln", "digamma", "erfinv", "gammaln", "log_ndtr", "logit", "ndtr", "polygamma", "xlog1py",
+                "xlogy"),
+}
+_LAZY_MODULE = {name: module for module, names in _LAZY_OPS.items() for name in names}
+
+
+def _load_all() -> None:
+    import importlib
+
+    for module in _LAZY_OPS:
+        importlib.import_module(f"{__name__}.{module}")
+
+
+class _Table(dict[str, Any]):
+    """The op table: a dict whose lookups of held names stay dict's own (the reverse pass's); a missing
+    name, or a walk over the table, first loads the ops that load on first use."""
+
+    def __missing__(self, name: str) -> Any:
+        if name not in _LAZY_MODULE:
+            raise KeyError(name)
+        _load_all()
+        return dict.__getitem__(self, name)
+
+    def __iter__(self) -> Any:
+        _load_all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        _load_all()
+        return dict.__len__(self)
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or name in _LAZY_MODULE
+
+    def keys(self) -> Any:
+        _load_all()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        _load_all()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        _load_all()
+        return dict.items(self)
+
+
+def _loaded(module: str, namespace: dict[str, Any]) -> None:
+    """Called by a module of ``_LAZY_OPS`` as it finishes loading: its ops join the table."""
+    for name in _LAZY_OPS[module.rpartition(".")[2]]:
+        dict.__setitem__(OPS, name, namespace[name])
+
+
+def __getattr__(name: str) -> Any:
+    """``functional.conv2d`` and the other ops that load on first use."""
+    module = _LAZY_MODULE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+OPS: dict[str, Callable[..., Any]] = _Table({
     "+": add,
     "-": sub,
     "*": mul,
@@ -92,19 +158,7 @@ OPS: dict[str, Callable[..., Any]] = {
             squeeze, stack, std, sum, swapaxes, tanh, transpose, unindex, var, where,
         )
     },
-    # convolutions, pooling, padding, normalisation
-    **{
-        f.__name__: f
-        for f in (
-            conv1d, conv2d, conv2d_weight, conv_transpose2d, conv_transpose_input, max_pool1d, max_pool2d,
-            avg_pool1d, avg_pool2d, pad, batch_norm, group_norm,
-        )
-    },
-    # linear algebra (linalg.py)
-    **{f.__name__: f for f in (cholesky, det, eigh, inv, lstsq, norm, pinv, qr, slogdet, solve, svd)},
-    # special functions (special.py)
-    **{f.__name__: f for f in (betaln, digamma, erfinv, gammaln, log_ndtr, logit, ndtr, polygamma, xlog1py, xlogy)},
-}
+})
 
 # NumPy's elementwise functions, made from the table ``elementwise.ELEMENTWISE`` (log1p, arctan2, ...).
 from .elementwise import *  # noqa: E402, F403 - log1p, arctan2, erf, ... (their names are in elementwise.__all__)
@@ -132,4 +186,4 @@ TAKES_NEED |= {"solve"}
 TAKES_NEED |= {"conv1d", "conv2d", "conv2d_weight", "conv_transpose2d", "conv_transpose_input"}
 
 __all__ = sorted(["OPS", "JVPS", "TAKES_NEED", "ELEMENTWISE", "einsum_subscripts", "unbroadcast",
-                  *(f.__name__ for f in OPS.values())])
+                  *(f.__name__ for f in dict.values(OPS)), *_LAZY_MODULE])

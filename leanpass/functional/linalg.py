@@ -456,3 +456,8 @@ def _norm_vjp(x: Any, kept: Any, p: float, axis: Any, keepdims: bool, g: Any) ->
     scale = _reciprocal_or_zero(kept ** (p - 1), zero)
     grow = np.where(ax == 0, 0.0, np.sign(x) * np.where(ax == 0, 1.0, ax) ** (p - 1))
     return (g * grow * scale, None, None, None)
+
+
+from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
+
+_loaded(__name__, globals())

@@ -160,3 +160,8 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, ep
         return gx, None, gw, gb, None
 
     return ans, vjp
+
+
+from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
+
+_loaded(__name__, globals())

@@ -79,3 +79,8 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
         return g, None, None, None
 
     return ans, vjp
+
+
+from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
+
+_loaded(__name__, globals())

@@ -403,3 +403,8 @@ def betaln(a: Any, b: Any) -> tuple[Any, Any]:
 def _betaln_vjp(a: Any, b: Any, g: Any) -> tuple[Any, Any]:
     both = _value(digamma, a + b)
     return unbroadcast(g * (_value(digamma, a) - both), a), unbroadcast(g * (_value(digamma, b) - both), b)
+
+
+from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
+
+_loaded(__name__, globals())
