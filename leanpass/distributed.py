@@ -371,7 +371,7 @@ class _Plan:
     """What one layout needs, worked out once and kept: the leaves' paths, a checksum of the
     layout (structure, shapes, dtypes), and for each dtype where each leaf sits in its buffer."""
 
-    __slots__ = ("layout", "paths", "signature", "groups")
+    __slots__ = ("layout", "paths", "signature", "groups", "checks")
 
     def __init__(self, treedef: TreeDef, specs: tuple[tuple[Any, np.dtype], ...], where: str,
                  floats_only: bool) -> None:
@@ -398,6 +398,15 @@ class _Plan:
                 places.append((i, start, stop, shape))
                 start = stop
             self.groups.append((dtype, start, places))
+        self.checks: dict[str, np.ndarray] = {}  # per collective's name: the pair _agree_start sends
+
+    def check_pair(self, what: str) -> np.ndarray:
+        """A fresh copy of ``[sig, -sig]`` for this layout in the call ``what`` (worked out once)."""
+        pair = self.checks.get(what)
+        if pair is None:
+            sig = zlib.crc32(what.encode(), self.signature)
+            pair = self.checks[what] = np.array([sig, -sig], dtype=np.int64)
+        return pair.copy()
 
 
 # (id of a treedef, floats only) -> (that treedef, the leaves' (shape, dtype)s, its plan). A model's
@@ -413,8 +422,16 @@ class _Flat:
 
     def __init__(self, tree: Any, where: str, floats_only: bool) -> None:
         self.leaves, self.treedef = tree_flatten(tree)
-        self.arrays = [_leaf_array(x, where, self.treedef, i) for i, x in enumerate(self.leaves)]
-        specs = tuple([(a.shape, a.dtype) for a in self.arrays])
+        arrays = []
+        for i, x in enumerate(self.leaves):  # the usual leaves first: a gradient Tensor, an array
+            if type(x) is Tensor and not x._trace and type(x._data) is np.ndarray:
+                arrays.append(x._data)
+            elif type(x) is np.ndarray:
+                arrays.append(x)
+            else:
+                arrays.append(_leaf_array(x, where, self.treedef, i))
+        self.arrays = arrays
+        specs = tuple([(a.shape, a.dtype) for a in arrays])
         key = (id(self.treedef), floats_only)
         hit = _PLANS.get(key)
         if hit is not None and hit[0] is self.treedef and hit[1] == specs:
@@ -429,30 +446,20 @@ class _Flat:
         return tree_unflatten(self.treedef, [_rebuild(x, a) for x, a in zip(self.leaves, arrays)])
 
 
-def _agree_start(world: _World, flat: _Flat, what: str) -> tuple[Any, np.ndarray, int]:
-    """Start one small all-reduce (MAX of the layout's checksum and of its negation) that tells
-    whether every rank is in the same call with the same layout; ``_agree_finish`` waits for it."""
-    mpi = world.mpi
-    sig = zlib.crc32(what.encode(), flat.plan.signature)
-    pair = np.array([sig, -sig], dtype=np.int64)
-    return world.comm.Iallreduce(mpi.IN_PLACE, pair, op=mpi.MAX), pair, sig
-
-
-def _agree_finish(world: _World, flat: _Flat, started: tuple[Any, np.ndarray, int], what: str) -> None:
-    """Wait for ``_agree_start``'s all-reduce; if the ranks differ, raise ValueError on every rank,
+def _agree(world: _World, flat: _Flat, what: str) -> None:
+    """One small all-reduce (MAX of the layout's checksum and of its negation) that tells whether
+    every rank is in the same call with the same layout; if not, raise ValueError on every rank,
     naming the ranks and the first leaf that differs."""
-    request, pair, sig = started
-    request.Wait()
-    if pair[0] == -pair[1] == sig:
+    mpi = world.mpi
+    pair = flat.plan.check_pair(what)
+    world.comm.Allreduce(mpi.IN_PLACE, pair, op=mpi.MAX)
+    high, low = pair.tolist()
+    if high == -low and high == flat.plan.checks[what][0]:
         return
     plan = flat.plan
     mine = (what, plan.layout, plan.paths, [(a.shape, a.dtype.str) for a in flat.arrays])
     every = world.comm.allgather(mine)
     raise ValueError(_mismatch(every))
-
-
-def _agree(world: _World, flat: _Flat, what: str) -> None:
-    _agree_finish(world, flat, _agree_start(world, flat, what), what)
 
 
 def _count(n: int) -> str:
@@ -516,21 +523,24 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
     mpi, arrays = world.mpi, flat.arrays
     scale = 1.0 / world.size  # a multiply is faster than a divide (and exact for 2, 4, 8, ... ranks)
     out: list[Any] = [None] * len(arrays)
-    with _Collective(world, "all_reduce_mean"):
-        started = _agree_start(world, flat, "all_reduce_mean")  # in flight while the buffers fill
+    watchdog = world.watchdog  # (_Collective's work, inline: this is every step's call)
+    if watchdog is not None:
+        watchdog.arm("all_reduce_mean")
+    try:
         buffers = []
-        try:
-            for dtype, length, places in flat.plan.groups:
-                buffer = np.empty(length, dtype=dtype)
-                for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
-                    out[i] = np.multiply(arrays[i], scale, out=buffer[start:stop].reshape(shape))  # a view: the result
-                buffers.append(buffer)
-        except BaseException:
-            started[0].Wait()  # leave no request behind
-            raise
-        _agree_finish(world, flat, started, "all_reduce_mean")
+        for dtype, length, places in flat.plan.groups:
+            buffer = np.empty(length, dtype=dtype)
+            for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
+                out[i] = np.multiply(arrays[i], scale, out=buffer[start:stop].reshape(shape))  # a view: the result
+            buffers.append(buffer)
+        # The layout check after the packing: a blocking all-reduce of two numbers costs less here
+        # than a nonblocking one started before it (MPI's shared-memory path for small messages).
+        _agree(world, flat, "all_reduce_mean")
         for buffer in buffers:  # in place: the views in ``out`` now hold the mean
             world.comm.Allreduce(mpi.IN_PLACE, buffer, op=mpi.SUM)
+    finally:
+        if watchdog is not None:
+            watchdog.disarm()
     return flat.rebuild(out)
 
 

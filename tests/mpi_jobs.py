@@ -78,10 +78,6 @@ class Counting:
         self.calls.append(["Allreduce", int(recvbuf.size), str(recvbuf.dtype)])
         self.comm.Allreduce(sendbuf, recvbuf, op=op)
 
-    def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Any) -> Any:  # noqa: N802
-        self.calls.append(["Iallreduce", int(recvbuf.size), str(recvbuf.dtype)])
-        return self.comm.Iallreduce(sendbuf, recvbuf, op=op)
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self.comm, name)
 

@@ -141,7 +141,7 @@ def test_all_reduce_mean_averages_with_one_allreduce_per_dtype(checks):
         assert m["a"] == [0.5] * 3 and m["b"] == [[5.0, 5.0]] * 2 and m["b_dtype"] == "float32"
         assert m["c0"] == [2.0] * 4 and m["c1"] == 0.5 and m["c1_type"] == "Tensor"
         # one small check of the layout, then one call per dtype over one buffer (7 float64, 5 float32)
-        assert m["calls"] == [["Iallreduce", 2, "int64"], ["Allreduce", 7, "float64"], ["Allreduce", 5, "float32"]]
+        assert m["calls"] == [["Allreduce", 2, "int64"], ["Allreduce", 7, "float64"], ["Allreduce", 5, "float32"]]
         assert m["grads_a_after"] == [float(c["rank"])] * 3
 
 
