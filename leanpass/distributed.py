@@ -182,35 +182,47 @@ def set_timeout(seconds: float | None) -> None:
 
 
 class _Watchdog:
-    """One daemon thread that aborts the job when a collective has waited past its deadline.
+    """One daemon thread that aborts the job when one collective call has waited past the timeout.
 
-    Arming and disarming are a few attribute writes (no thread or timer per call); the thread
-    looks at the deadline a few times a second. mpi4py releases the GIL while it waits in MPI,
-    so the thread runs while the main thread is blocked.
+    Arming and disarming are two attribute writes each (no clock, no thread or timer per call):
+    ``calls`` is odd while a call is armed and changes with every call. The thread looks at it
+    ten times a second and fires when it has seen the same armed call for longer than
+    ``timeout()`` (so a timeout fires at most about 0.1 s late). mpi4py releases the GIL while
+    it waits in MPI, so the thread runs while the main thread is blocked.
     """
 
     def __init__(self, comm: Any, rank: int, size: int) -> None:
         self.comm, self.rank, self.size = comm, rank, size
-        self.deadline: float | None = None
+        self.calls = 0
         self.what = ""
         self.limit = 0.0
+        timeout()  # a bad LEANPASS_MPI_TIMEOUT is an error here, in the main thread
         threading.Thread(target=self._watch, name="leanpass-mpi-watchdog", daemon=True).start()
 
     def arm(self, what: str) -> None:
-        limit = timeout()
-        if limit is not None:
-            self.what, self.limit = what, limit
-            self.deadline = time.monotonic() + limit
+        self.what = what
+        self.calls += 1
 
     def disarm(self) -> None:
-        self.deadline = None
+        self.calls += 1
 
     def _watch(self) -> None:
+        seen, since = 0, 0.0
         while True:
-            deadline = self.deadline
-            if deadline is not None and time.monotonic() > deadline:
-                self._fire()
-            time.sleep(0.2 if deadline is None else min(0.2, max(0.01, deadline - time.monotonic())))
+            calls, now = self.calls, time.monotonic()
+            if not calls & 1:  # between calls
+                seen = calls
+            elif calls != seen:  # a new call since the last look
+                seen, since = calls, now
+            else:
+                try:
+                    limit = timeout()
+                except ValueError:  # the environment changed to a bad value: keep the default
+                    limit = DEFAULT_TIMEOUT
+                if limit is not None and now - since > limit:
+                    self.limit = limit
+                    self._fire()
+            time.sleep(0.1)
 
     def _fire(self) -> None:
         sys.stderr.write(
@@ -371,7 +383,7 @@ class _Plan:
     """What one layout needs, worked out once and kept: the leaves' paths, a checksum of the
     layout (structure, shapes, dtypes), and for each dtype where each leaf sits in its buffer."""
 
-    __slots__ = ("layout", "paths", "signature", "groups", "checks")
+    __slots__ = ("layout", "paths", "signature", "groups", "checks", "tails")
 
     def __init__(self, treedef: TreeDef, specs: tuple[tuple[Any, np.dtype], ...], where: str,
                  floats_only: bool) -> None:
@@ -398,7 +410,8 @@ class _Plan:
                 places.append((i, start, stop, shape))
                 start = stop
             self.groups.append((dtype, start, places))
-        self.checks: dict[str, np.ndarray] = {}  # per collective's name: the pair _agree_start sends
+        self.checks: dict[str, np.ndarray] = {}  # per collective's name: the pair _agree sends
+        self.tails: dict[tuple[str, int], list[tuple[np.ndarray, list[float]]] | None] = {}
 
     def check_pair(self, what: str) -> np.ndarray:
         """A fresh copy of ``[sig, -sig]`` for this layout in the call ``what`` (worked out once)."""
@@ -407,6 +420,34 @@ class _Plan:
             sig = zlib.crc32(what.encode(), self.signature)
             pair = self.checks[what] = np.array([sig, -sig], dtype=np.int64)
         return pair.copy()
+
+    def tail(self, what: str, size: int) -> list[tuple[np.ndarray, list[float]]] | None:
+        """Per dtype group, the layout check that travels at the end of its buffer, and the sums it
+        must have after the all-reduce; None if some dtype is too short to hold it exactly.
+
+        The 32-bit checksum is cut into chunks ``c`` of ``b`` bits, and each rank sends ``v = c + 1``
+        and ``v * v``. Every sum is an integer small enough to be exact in the dtype, so the sums
+        are ``size * v`` and ``size * v * v`` exactly when every rank sent the same ``v`` (the sum
+        of squares exceeds ``(sum v)^2 / size`` otherwise), and they are not when a rank's values
+        were added to other numbers or not at all (v >= 1).
+        """
+        key = (what, size)
+        if key not in self.tails:
+            sig = int(self.check_pair(what)[0])
+            tails: list[tuple[np.ndarray, list[float]]] | None = []
+            for dtype, _, _ in self.groups:
+                exact = np.finfo(dtype).nmant + 1  # integers up to 2**exact are exact
+                b = (exact - (size - 1).bit_length()) // 2  # size * (2**b)**2 <= 2**exact
+                if b < 4 or tails is None:
+                    tails = None
+                    continue
+                values = []
+                for k in range(0, 32, b):
+                    v = ((sig >> k) & ((1 << b) - 1)) + 1
+                    values += [v, v * v]
+                tails.append((np.array(values, dtype=dtype), [float(size * v) for v in values]))
+            self.tails[key] = tails
+        return self.tails[key]
 
 
 # (id of a treedef, floats only) -> (that treedef, the leaves' (shape, dtype)s, its plan). A model's
@@ -446,6 +487,12 @@ class _Flat:
         return tree_unflatten(self.treedef, [_rebuild(x, a) for x, a in zip(self.leaves, arrays)])
 
 
+# The checksums of the layouts that every rank has passed to all_reduce_mean on COMM_WORLD, each
+# checked once by _agree. It changes at the same calls on every rank of a correct program (only
+# when a check succeeds everywhere, and cleared when one fails), so all ranks agree on it.
+_VERIFIED: set[int] = set()
+
+
 def _agree(world: _World, flat: _Flat, what: str) -> None:
     """One small all-reduce (MAX of the layout's checksum and of its negation) that tells whether
     every rank is in the same call with the same layout; if not, raise ValueError on every rank,
@@ -456,6 +503,29 @@ def _agree(world: _World, flat: _Flat, what: str) -> None:
     high, low = pair.tolist()
     if high == -low and high == flat.plan.checks[what][0]:
         return
+    _disagree(world, flat, what)
+
+
+def _abort_out_of_step(world: _World, error: str) -> None:
+    """MPI failed in an all-reduce whose layout was not checked by a call of its own (it had been
+    checked before): the ranks are out of step. MPI leaves the communicator unusable: end the job."""
+    sys.stderr.write(
+        f"leanpass.distributed: rank {world.rank} of {world.size}: MPI failed in all_reduce_mean ({error}). The ranks "
+        "are out of step: they passed trees of different sizes, or are not making the same calls in the same order "
+        "(one rank took a step more than another, say). Every rank must make the same calls in the same order, "
+        "each with a tree of the same structure, shapes and dtypes. Aborting the job.\n"
+    )
+    sys.stderr.flush()
+    time.sleep(_FORWARD)
+    try:
+        world.comm.Abort(4)
+    finally:
+        os._exit(4)
+
+
+def _disagree(world: _World, flat: _Flat, what: str) -> None:
+    """The ranks' layouts differ: gather them and raise ValueError naming the first difference."""
+    _VERIFIED.clear()
     plan = flat.plan
     mine = (what, plan.layout, plan.paths, [(a.shape, a.dtype.str) for a in flat.arrays])
     every = world.comm.allgather(mine)
@@ -520,24 +590,40 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
     flat = _Flat(tree, "all_reduce_mean", floats_only=True)
     if world.size == 1:
         return tree
-    mpi, arrays = world.mpi, flat.arrays
+    mpi, arrays, plan = world.mpi, flat.arrays, flat.plan
     scale = 1.0 / world.size  # a multiply is faster than a divide (and exact for 2, 4, 8, ... ranks)
     out: list[Any] = [None] * len(arrays)
+    tails = plan.tail("all_reduce_mean", world.size)
+    sig = int(plan.checks["all_reduce_mean"][0])
     watchdog = world.watchdog  # (_Collective's work, inline: this is every step's call)
     if watchdog is not None:
         watchdog.arm("all_reduce_mean")
     try:
-        buffers = []
-        for dtype, length, places in flat.plan.groups:
-            buffer = np.empty(length, dtype=dtype)
+        # A layout seen for the first time is checked by one small all-reduce of its own. After
+        # that, the check travels inside the data: the same call on every rank in a correct program
+        # (so no extra meeting per step), and a different layout of the same size shows in the sums.
+        checked = tails is None or world.comm is not _world().comm or sig not in _VERIFIED
+        if checked:
+            _agree(world, flat, "all_reduce_mean")
+            if tails is not None and world.comm is _world().comm:
+                if len(_VERIFIED) > 4096:
+                    _VERIFIED.clear()  # (at the same call on every rank)
+                _VERIFIED.add(sig)
+        for g, (dtype, length, places) in enumerate(plan.groups):
+            extra = 0 if tails is None else len(tails[g][0])
+            buffer = np.empty(length + extra, dtype=dtype)
             for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
                 out[i] = np.multiply(arrays[i], scale, out=buffer[start:stop].reshape(shape))  # a view: the result
-            buffers.append(buffer)
-        # The layout check after the packing: a blocking all-reduce of two numbers costs less here
-        # than a nonblocking one started before it (MPI's shared-memory path for small messages).
-        _agree(world, flat, "all_reduce_mean")
-        for buffer in buffers:  # in place: the views in ``out`` now hold the mean
-            world.comm.Allreduce(mpi.IN_PLACE, buffer, op=mpi.SUM)
+            if tails is not None:
+                buffer[length:] = tails[g][0]
+            try:
+                world.comm.Allreduce(mpi.IN_PLACE, buffer, op=mpi.SUM)  # in place: the views in ``out`` hold the mean
+            except mpi.Exception as e:  # (buffers of different sizes, unchecked: the calls are out of step)
+                if checked:
+                    raise
+                _abort_out_of_step(world, str(e).split(",")[0])
+            if tails is not None and buffer[length:].tolist() != tails[g][1]:
+                _disagree(world, flat, "all_reduce_mean")
     finally:
         if watchdog is not None:
             watchdog.disarm()
