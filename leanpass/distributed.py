@@ -578,10 +578,11 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
     call per leaf). The first call with a layout (structure, shapes, dtypes) checks that every
     rank passed the same one with a small all-reduce of its own; later calls with that layout
     carry the check at the end of the data buffer, so a training step makes one call per dtype
-    and a layout that differs still raises ``ValueError`` on every rank. A model-shaped gradient (``lp.grad`` of a model, ``optim.collect_grads``) comes
-    back model-shaped; arrays come back as arrays, Tensors as Tensors, numbers as numbers.
-    At world size 1 the tree is returned as it is. ``comm`` is an mpi4py communicator
-    (default ``COMM_WORLD``). Nothing passed in is changed.
+    and a layout that differs still raises ``ValueError`` on every rank. A model-shaped gradient
+    (``lp.grad`` of a model, ``optim.collect_grads``) comes back model-shaped; arrays come back
+    as arrays, Tensors as Tensors, numbers as numbers. At world size 1 the tree is returned as
+    it is. ``comm`` is an mpi4py communicator (default ``COMM_WORLD``; the check travels with the
+    data on ``COMM_WORLD`` only). Nothing passed in is changed.
 
     >>> import leanpass as lp
     >>> grads = {"w": np.array([0.5, -1.0]), "b": lp.Tensor(2.0)}
