@@ -120,6 +120,9 @@ def checks(out: Path) -> None:
         first, counting.calls = counting.calls, []
         again = distributed.all_reduce_mean(grads)
         facts["calls_again"], counting.calls = counting.calls, []
+        for _ in range(2):  # float16: the check in the data in 5-bit chunks (its integers are exact up to 2048)
+            half = distributed.all_reduce_mean({"h": np.full(3, r, dtype=np.float16)})
+        facts["calls_float16"], facts["mean_float16"] = counting.calls, half["h"].tolist()
     finally:
         world.comm = counting.comm
     facts["again_equal"] = values(again) == values(mean)

@@ -146,6 +146,10 @@ def test_all_reduce_mean_averages_with_one_allreduce_per_dtype(checks):
         # the same layout again: only the data (with its check); on another communicator, always both
         assert c["calls_again"] == m["calls"][1:] and c["again_equal"]
         assert c["calls_other_comm"] == m["calls"] * 2
+        # float16 is exact up to 2048: 7 chunks of 5 bits (14 numbers) carry the 32-bit check for 2 ranks
+        assert c["calls_float16"] == [["Allreduce", 2, "int64"], ["Allreduce", 17, "float16"],
+                                      ["Allreduce", 17, "float16"]]
+        assert c["mean_float16"] == [0.5] * 3
         assert m["grads_a_after"] == [float(c["rank"])] * 3
 
 
@@ -213,10 +217,12 @@ def test_an_exception_on_one_rank_aborts_the_job_at_once(tmp_path, shm_cleanup):
 def test_ranks_out_of_step_with_checked_layouts_of_different_sizes_end_the_job(tmp_path, shm_cleanup):
     proc, seconds = job("fail", tmp_path, "out_of_step", timeout=60)
     assert proc.returncode != 0 and not (tmp_path / "fail_rank0.txt").exists()
-    # MPI finds the sizes differ; the job ends at once, with LeanPass's message or MPI's own (whichever
-    # rank gets there first), not after the 60 s timeout
-    assert "ranks are out of step" in proc.stderr or "Message truncated" in proc.stderr, proc.stderr
+    # MPI finds that the sizes differ and the job ends at once, not after the 60 s timeout. What it
+    # prints depends on which rank MPI stops first: LeanPass's message, MPI's "Message truncated",
+    # or nothing when mpiexec ends the job before the output reaches it
     assert "waited more than" not in proc.stderr and seconds < 30, seconds
+    if proc.stderr:
+        assert "ranks are out of step" in proc.stderr or "Message truncated" in proc.stderr, proc.stderr
 
 
 def test_different_models_on_the_ranks_stop_the_job_with_the_leaf_named(tmp_path, shm_cleanup):
