@@ -484,7 +484,14 @@ class _Flat:
         _PLANS[key] = (self.treedef, specs, self.plan)  # holds the treedef: its id stays its own
 
     def rebuild(self, arrays: list[Any]) -> Any:
-        return tree_unflatten(self.treedef, [_rebuild(x, a) for x, a in zip(self.leaves, arrays)])
+        built = []
+        for x, a in zip(self.leaves, arrays):
+            if type(x) is Tensor and not x._trace:  # (a gradient: _rebuild's first case, inline)
+                a.flags.writeable = False
+                built.append(_const(a))
+            else:
+                built.append(_rebuild(x, a))
+        return tree_unflatten(self.treedef, built)
 
 
 # The checksums of the layouts that every rank has passed to all_reduce_mean on COMM_WORLD, each
