@@ -383,7 +383,7 @@ class _Plan:
     """What one layout needs, worked out once and kept: the leaves' paths, a checksum of the
     layout (structure, shapes, dtypes), and for each dtype where each leaf sits in its buffer."""
 
-    __slots__ = ("layout", "paths", "signature", "groups", "checks", "tails")
+    __slots__ = ("layout", "paths", "signature", "groups", "checks", "means")
 
     def __init__(self, treedef: TreeDef, specs: tuple[tuple[Any, np.dtype], ...], where: str,
                  floats_only: bool) -> None:
@@ -411,7 +411,7 @@ class _Plan:
                 start = stop
             self.groups.append((dtype, start, places))
         self.checks: dict[str, np.ndarray] = {}  # per collective's name: the pair _agree sends
-        self.tails: dict[tuple[str, int], list[tuple[np.ndarray, list[float]]] | None] = {}
+        self.means: dict[int, tuple[int | None, list[tuple[Any, int, Any, np.ndarray, Any]]]] = {}
 
     def check_pair(self, what: str) -> np.ndarray:
         """A fresh copy of ``[sig, -sig]`` for this layout in the call ``what`` (worked out once)."""
@@ -421,33 +421,34 @@ class _Plan:
             pair = self.checks[what] = np.array([sig, -sig], dtype=np.int64)
         return pair.copy()
 
-    def tail(self, what: str, size: int) -> list[tuple[np.ndarray, list[float]]] | None:
-        """Per dtype group, the layout check that travels at the end of its buffer, and the sums it
-        must have after the all-reduce; None if some dtype is too short to hold it exactly.
+    def mean_groups(self, size: int) -> tuple[int | None, list[tuple[Any, int, Any, np.ndarray, Any]]]:
+        """For all_reduce_mean on ``size`` ranks: the layout's checksum (None if the check cannot
+        travel in the data), and per dtype (dtype, length, places, the numbers that carry the
+        check at the end of the buffer, the sums they must have after the all-reduce).
 
         The 32-bit checksum is cut into chunks ``c`` of ``b`` bits, and each rank sends ``v = c + 1``
         and ``v * v``. Every sum is an integer small enough to be exact in the dtype, so the sums
         are ``size * v`` and ``size * v * v`` exactly when every rank sent the same ``v`` (the sum
         of squares exceeds ``(sum v)^2 / size`` otherwise), and they are not when a rank's values
-        were added to other numbers or not at all (v >= 1).
+        were added to other numbers or not at all (v >= 1). A dtype too short to hold them exactly
+        (float16 on hundreds of ranks) sends none, and every call is then checked on its own.
         """
-        key = (what, size)
-        if key not in self.tails:
-            sig = int(self.check_pair(what)[0])
-            tails: list[tuple[np.ndarray, list[float]]] | None = []
-            for dtype, _, _ in self.groups:
-                exact = np.finfo(dtype).nmant + 1  # integers up to 2**exact are exact
-                b = (exact - (size - 1).bit_length()) // 2  # size * (2**b)**2 <= 2**exact
-                if b < 4 or tails is None:
-                    tails = None
-                    continue
+        hit = self.means.get(size)
+        if hit is None:
+            sig = int(self.check_pair("all_reduce_mean")[0])
+            # integers up to 2**(nmant + 1) are exact in a dtype: chunks of b bits with size * (2**b)**2 below it
+            bits = [(np.finfo(dtype).nmant + 1 - (size - 1).bit_length()) // 2 for dtype, _, _ in self.groups]
+            fits = min(bits, default=0) >= 4
+            groups = []
+            for (dtype, length, places), b in zip(self.groups, bits):
                 values = []
-                for k in range(0, 32, b):
+                for k in range(0, 32, b) if fits else ():
                     v = ((sig >> k) & ((1 << b) - 1)) + 1
                     values += [v, v * v]
-                tails.append((np.array(values, dtype=dtype), [float(size * v) for v in values]))
-            self.tails[key] = tails
-        return self.tails[key]
+                sums = [float(size * v) for v in values] if fits else None
+                groups.append((dtype, length, places, np.array(values, dtype=dtype), sums))
+            hit = self.means[size] = (sig if fits else None, groups)
+        return hit
 
 
 # (id of a treedef, floats only) -> (that treedef, the leaves' (shape, dtype)s, its plan). A model's
@@ -603,8 +604,7 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
     mpi, arrays, plan = world.mpi, flat.arrays, flat.plan
     scale = 1.0 / world.size  # a multiply is faster than a divide (and exact for 2, 4, 8, ... ranks)
     out: list[Any] = [None] * len(arrays)
-    tails = plan.tail("all_reduce_mean", world.size)
-    sig = int(plan.checks["all_reduce_mean"][0])
+    sig, groups = plan.mean_groups(world.size)
     watchdog = world.watchdog  # (_Collective's work, inline: this is every step's call)
     if watchdog is not None:
         watchdog.arm("all_reduce_mean")
@@ -612,27 +612,27 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
         # A layout seen for the first time is checked by one small all-reduce of its own. After
         # that, the check travels inside the data: the same call on every rank in a correct program
         # (so no extra meeting per step), and a different layout of the same size shows in the sums.
-        checked = tails is None or world.comm is not _world().comm or sig not in _VERIFIED
+        on_world = world is _WORLD
+        checked = sig is None or not on_world or sig not in _VERIFIED
         if checked:
             _agree(world, flat, "all_reduce_mean")
-            if tails is not None and world.comm is _world().comm:
+            if sig is not None and on_world:
                 if len(_VERIFIED) > 4096:
                     _VERIFIED.clear()  # (at the same call on every rank)
                 _VERIFIED.add(sig)
-        for g, (dtype, length, places) in enumerate(plan.groups):
-            extra = 0 if tails is None else len(tails[g][0])
-            buffer = np.empty(length + extra, dtype=dtype)
+        for dtype, length, places, tail, sums in groups:
+            buffer = np.empty(length + len(tail), dtype=dtype)
             for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
                 out[i] = np.multiply(arrays[i], scale, out=buffer[start:stop].reshape(shape))  # a view: the result
-            if tails is not None:
-                buffer[length:] = tails[g][0]
+            end = buffer[length:]
+            end[...] = tail
             try:
                 world.comm.Allreduce(mpi.IN_PLACE, buffer, op=mpi.SUM)  # in place: the views in ``out`` hold the mean
             except mpi.Exception as e:  # (buffers of different sizes, unchecked: the calls are out of step)
                 if checked:
                     raise
                 _abort_out_of_step(world, str(e).split(",")[0])
-            if tails is not None and buffer[length:].tolist() != tails[g][1]:
+            if sums is not None and end.tolist() != sums:
                 _disagree(world, flat, "all_reduce_mean")
     finally:
         if watchdog is not None:
