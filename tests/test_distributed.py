@@ -78,13 +78,30 @@ def shm_files() -> set[Path]:
     return set(SHM.glob("mpich_shm_*")) if SHM.is_dir() else set()
 
 
+def mapped_shm() -> set[str]:
+    """The segments some live process has mapped (another MPI job running on this machine now)."""
+    found = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:  # the process ended, or is not ours to read
+            continue
+        found.update(line.split()[-1] for line in text.splitlines() if "/mpich_shm_" in line)
+    return found
+
+
 @pytest.fixture
 def shm_cleanup():
-    """Remove the shared-memory segments that MPICH leaves behind when a job is killed or aborted."""
+    """Remove the shared-memory segments that MPICH leaves behind when a job is killed or aborted
+    (only those no process maps: another job running at the same time keeps its own)."""
     before = shm_files()
     yield
-    for path in shm_files() - before:
-        path.unlink(missing_ok=True)
+    left = shm_files() - before
+    if left:
+        in_use = mapped_shm()
+        for path in left:
+            if str(path) not in in_use:
+                path.unlink(missing_ok=True)
 
 
 # ----- two processes train as one --------------------------------------------------------------------
