@@ -14,12 +14,13 @@
    chain itself run on Tensors (the primal), at three sizes; LeanPass only. Twice: as the process
    starts, and with glibc's malloc told to keep freed memory (``KEEP_MEMORY``): by default it
    returns the memory of large arrays to the system when they are freed and faults it in again
-   on the next call, which a ``jvp`` (that keeps the recorded graph's arrays until its sweep)
-   pays for more than the primal does.
+   on the next call, which a ``jvp`` (that holds a tangent beside each live value) pays for more
+   than the primal does.
 
 Everything runs on one thread. Each library is measured in a process of its own (``import
 torch`` slows LeanPass's garbage collection); the processes alternate, ``--rounds`` of each. A
-process reports the median of its timed calls; the figures are the medians over the rounds,
+process reports the median of its timed calls (in part 3 the primal and the jvp alternate call by
+call); the figures are the medians over the rounds,
 and the results are checked against each other (the Hessians and products agree to 1e-10).
 """
 
@@ -109,8 +110,8 @@ def leanpass_worker() -> dict[str, Any]:
 
 
 # glibc's malloc hands freed memory back to the system, and takes it again (page faults) on the
-# next call: a jvp keeps the recorded graph's arrays until its sweep, so it pays that more than
-# the primal does. These settings keep freed memory in the process (part 3 runs with and without).
+# next call: a jvp holds a tangent beside each live value, so it pays that more than the primal
+# does. These settings keep freed memory in the process (part 3 runs with and without).
 KEEP_MEMORY = {"MALLOC_TRIM_THRESHOLD_": "2000000000", "MALLOC_MMAP_THRESHOLD_": "2000000000",
                "MALLOC_TOP_PAD_": "100000000"}
 
@@ -131,10 +132,16 @@ def chain_times(out: dict[str, Any]) -> None:
         t = np.random.default_rng(2).standard_normal(n)
         zt = lp.Tensor(z)
         calls = 400 if n <= 10_000 else 40
+        sides = {"primal": lambda zt=zt: chain(zt), "jvp": lambda z=z, t=t: lp.jvp(chain, (z,), (t,))}
         times: dict[str, list[float]] = {"primal": [], "jvp": []}
-        for _ in range(5):  # the two alternate, in blocks
-            times["primal"].append(median_time(lambda zt=zt: chain(zt), calls // 5))
-            times["jvp"].append(median_time(lambda z=z, t=t: lp.jvp(chain, (z,), (t,)), calls // 5))
+        for fn in sides.values():
+            fn()
+            fn()
+        for _ in range(calls):  # the two alternate call by call, so that a slow patch of the host hits both
+            for side, fn in sides.items():
+                start = time.perf_counter()
+                fn()
+                times[side].append(time.perf_counter() - start)
         eps = 1e-6
         fd = (np.asarray(chain(lp.Tensor(z + eps * t)).numpy()) - np.asarray(chain(lp.Tensor(z - eps * t)).numpy()))
         err = float(np.max(np.abs(lp.jvp(chain, (z,), (t,))[1].numpy() - fd / (2 * eps))))

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from . import engine, tensor
+from . import engine, forward, tensor
 from .tensor import Tensor, _const, apply
 from .tree import _REGISTRY, TreeDef, tree_flatten, tree_unflatten
 
@@ -694,6 +694,32 @@ def _spread_in(x: Any, lvl: Level) -> Any:
 
 def _spread_vjp(lvl: Level, g: Any) -> tuple[Any, None]:
     return _lifted(_sum_batch, "vmap_sum", g, lvl), None
+
+
+# Their forward-mode rules (``jvp`` through a vmap): each op is linear, so it maps the tangent
+# as it maps the value. A tangent the same for every example (not batched at ``lvl``) sums to
+# ``size`` times itself.
+def _to_batch_jvp(ts: tuple[Any, ...], ans: Any, x: Any, axis: int, lvl: Level) -> Any:
+    return _lifted(_to_batch, "vmap_batch", ts[0], axis, lvl)
+
+
+def _from_batch_jvp(ts: tuple[Any, ...], ans: Any, x: Any, axis: int, lvl: Level) -> Any:
+    return _lifted(_from_batch, "vmap_unbatch", ts[0], axis, lvl)
+
+
+def _sum_batch_jvp(ts: tuple[Any, ...], ans: Any, x: Any, lvl: Level) -> Any:
+    t = ts[0]
+    if lvl not in _levels(t._data if type(t) is Tensor else t):
+        return t * lvl.size
+    return _lifted(_sum_batch, "vmap_sum", t, lvl)
+
+
+def _spread_jvp(ts: tuple[Any, ...], ans: Any, x: Any, lvl: Level) -> Any:
+    return _lifted(_spread_op, "vmap_spread", ts[0], lvl)
+
+
+forward.CUSTOM_JVPS.update({_to_batch: _to_batch_jvp, _from_batch: _from_batch_jvp, _sum_batch: _sum_batch_jvp,
+                            _spread_op: _spread_jvp})
 
 
 def _lifted(op: Any, name: str, x: Any, *params: Any) -> Any:

@@ -1,38 +1,47 @@
-"""Forward mode: ``jvp``, and the forward sweep that ``jvp`` and ``jacfwd`` push tangents with.
+"""Forward mode: ``jvp``, and the forward sweep that ``jacfwd`` pushes tangents with.
 
-``jvp(f, primals, tangents)`` runs ``f`` once, recorded as for ``vjp`` (its inputs are fresh nodes
-carrying the trace bit of this nesting level), then sweeps the recorded nodes in creation order,
-giving each node the tangent of its output from its inputs' tangents with the op's forward-mode
-rule (``functional.JVPS``, beside each VJP). A node none of whose inputs has a tangent is
-skipped: its tangent is zero. The sweep follows only this level's bit, which is what keeps the
-tangents of nested transforms apart (no perturbation confusion), as the reverse pass does.
+``jvp(f, primals, tangents)`` gives its inputs fresh nodes carrying the trace bit of this nesting
+level, as ``vjp`` does, and runs ``f`` once: while it runs, each recorded op whose inputs carry a
+tangent gets the tangent of its output at once, from its inputs' tangents, with the op's
+forward-mode rule (``functional.JVPS``, beside each VJP). The recorders reach this through their
+slow path (``tensor._forward_hook``, set only while a ``jvp`` runs), so ops outside a ``jvp`` pay
+nothing for it. A node none of whose inputs has a tangent gets none: its tangent is zero. Only
+this level's bit is followed, which keeps the tangents of nested transforms apart (no
+perturbation confusion), as the reverse pass does.
 
 At the top level the rules run on raw arrays. Inside another transform they run on the recorded
-Tensors themselves, so the sweep is recorded and can be differentiated again: ``grad`` of
-``jvp``, ``jvp`` of ``grad`` (forward-over-reverse), ``jvp`` of ``jvp``.
+Tensors themselves, so the tangents are recorded too and can be differentiated again: ``grad``
+of ``jvp``, ``jvp`` of ``grad`` (forward-over-reverse), ``jvp`` of ``jvp``.
+
+``jacfwd`` needs one tangent per input direction: ``Sweep`` records ``f`` once, then pushes each
+direction through the recorded nodes in creation order, with the same rules.
 
 An op with no rule of its own (an op of the user's, recorded with ``apply``) gets one from its
-VJP, by transposition; see ``transposed_vjp``.
+VJP, by transposition; see ``transposed_vjp``. An op of LeanPass's own recorded with ``apply``
+(``vmap``'s) has its rule in ``CUSTOM_JVPS``, by its function.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
 from . import functional as F
+from . import tensor as _tensor
 from .engine import _depth, _level, reverse_pass
-from .tensor import CustomVJP, Tensor, _const, _grad_enabled, _next_seq
+from .tensor import _ABSENT, CustomVJP, Tensor, _Building, _const, _grad_enabled, _next_seq, _node
 from .transforms import _split_aux, _Traced
 from .tree import _first_difference, tree_flatten, tree_unflatten
 
 
 class Sweep:
     """The nodes between some inputs and ``roots`` that carry ``mask``, in creation order, to push
-    tangents through: once for ``jvp``, once per input direction for ``jacfwd``.
+    tangents through, once per input direction (``jacfwd``).
 
     ``on_tensors`` runs the rules on the recorded Tensors (inside another transform), else on
     their raw arrays; ``level`` is the trace level of the transform that recorded the nodes.
@@ -53,7 +62,6 @@ class Sweep:
         # dropped then (the roots' are kept), so that the arrays of a long chain are reused
         # rather than all kept to the end.
         steps: list[list[Any]] = []
-        rules = F.JVPS
         seen: set[int] = set()
         stack = [r for r in roots if type(r) is Tensor and r._trace & mask]
         while stack:  # (iterative: a graph may be a million nodes deep)
@@ -79,10 +87,7 @@ class Sweep:
             else:
                 ans = node._data
                 inputs = tuple([p._data if type(p) is Tensor else p for p in parents])
-            rule = None if type(vjp) is CustomVJP else rules.get(node._op)
-            if rule is None:  # no rule of its own: its VJP, transposed
-                fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
-                rule = functools.partial(_transposed_rule, fn, node._op, parents, on_tensors)
+            rule = rule_of(node._op, vjp, parents, on_tensors)
             steps.append([s, tuple(keys), rule, ans, inputs, node._data.shape, []])
         steps.sort(key=_first)  # creation order: every node comes after its inputs
         last: dict[int, list[Any]] = {}  # key -> the step that uses it last
@@ -134,6 +139,25 @@ class Sweep:
 
 def _first(step: list[Any]) -> int:
     return int(step[0])
+
+
+_JVPS = F.JVPS
+# Forward-mode rules of ops recorded with ``apply`` that are not in ``functional.OPS`` (``vmap``'s
+# batching ops), by the op's function: ``rule(tangents, ans, *inputs)`` as in ``functional.JVPS``.
+CUSTOM_JVPS: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+
+def rule_of(name: str, vjp: Any, parents: tuple[Any, ...], on_tensors: bool) -> Callable[..., Any]:
+    """The forward-mode rule of a node of op ``name`` with VJP ``vjp``: its own, else its VJP transposed."""
+    if type(vjp) is CustomVJP:
+        fn = vjp.fn
+        rule = CUSTOM_JVPS.get(fn)
+    else:
+        fn = None
+        rule = F.JVPS.get(name)
+    if rule is None:  # no rule of its own: its VJP, transposed
+        rule = functools.partial(_transposed_rule, fn or F.OPS[name], name, parents, on_tensors)
+    return rule
 
 
 def _transposed_rule(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], on_tensors: bool,
@@ -197,6 +221,167 @@ def _transposed(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], tan
     leaves = reverse_pass([h], [_const(one) if on_tensors else one], bit, on_tensors)
     hit = leaves.get(g._seq)
     return None if hit is None else hit[1]
+
+
+class _Frame:
+    """One running ``jvp``: its trace bit, and where the tangents of the nodes its function makes go.
+
+    At the top level (``on_tensors`` false) a node's tangent, a raw array, is kept on the node
+    itself (``_tangent``), so that it lives as long as the node; a node that only this jvp
+    follows is not even linked to its inputs (nothing will pull back through it), so the values
+    of a long chain are freed as they are in a plain call. Inside another transform the
+    tangents are Tensors, kept in ``tangents`` by ``_seq`` until the jvp returns.
+    """
+
+    __slots__ = ("bit", "on_tensors", "tangents", "start")
+
+    def __init__(self, bit: int, on_tensors: bool) -> None:
+        self.bit = bit
+        self.on_tensors = on_tensors
+        self.tangents: dict[int, Any] = {}
+        # Nodes made before this jvp began are not its own: a tangent one holds is another's.
+        self.start = _next_seq()
+
+    def seed(self, x: Tensor, t: Any) -> None:
+        if self.on_tensors:
+            self.tangents[x._seq] = t
+        else:
+            object.__setattr__(x, "_tangent", t)
+
+    def tangent(self, x: Any) -> Any:
+        """The tangent of ``x`` (None: zero)."""
+        if type(x) is not Tensor or not x._trace & self.bit:
+            return None
+        if self.on_tensors:
+            return self.tangents.get(x._seq)
+        return getattr(x, "_tangent", None) if x._seq > self.start else None
+
+
+# The jvps running in this thread or task, outermost first (only the first can be a top-level one).
+_frames: ContextVar[tuple[_Frame, ...]] = ContextVar("leanpass_jvp_frames", default=())
+_running = 0  # how many jvps run, in all threads: the recorders' hook is set while there are any
+_running_lock = threading.Lock()
+
+
+def _start(frame: _Frame) -> Any:
+    """Give ``frame`` the tangents of the nodes recorded from now until ``_stop``."""
+    global _running
+    token = _frames.set((*_frames.get(), frame))
+    with _running_lock:
+        _running += 1
+        _tensor._forward_hook = _record
+        _tensor._no_grad_entered = 1  # the recorders take their slow path (which calls the hook) from now on
+    return token
+
+
+def _stop(token: Any) -> None:
+    global _running
+    _frames.reset(token)
+    with _running_lock:
+        _running -= 1
+        if not _running:
+            _tensor._forward_hook = None
+
+
+def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...]) -> Tensor:
+    """The recorders' hook while a jvp runs: the node of op ``name``, with its tangent for each
+    running jvp whose inputs it depends on."""
+    frames = _frames.get()
+    if frames:
+        top = frames[0]
+        if trace == top.bit and not top.on_tensors:  # only this top-level jvp follows the node: no links
+            node: Any = _Building()
+            node._data = out
+            node._grad = None
+            node._trace = trace
+            node._op = name
+            node._a = node._b = _ABSENT
+            node._rest = ()
+            node._vjp = None
+            node._tangent = _raw_tangent(top, name, vjp, out, parents)
+            node._seq = _next_seq()
+            node.__class__ = Tensor
+            return node
+    node = _node(out, trace, name, parents, vjp)
+    # The outer jvps first: a rule that runs on Tensors (an inner jvp's) records ops whose own
+    # tangents the outer jvps need, from this node's.
+    for i, frame in enumerate(frames):
+        if trace & frame.bit:
+            if frame.on_tensors:
+                _recorded_tangent(frame, node, vjp, parents, frames[:i])
+            else:
+                object.__setattr__(node, "_tangent", _raw_tangent(frame, name, vjp, out, parents))
+    return node
+
+
+def _raw_tangent(frame: _Frame, name: str, vjp: Any, out: Any, parents: tuple[Any, ...]) -> Any:
+    """The tangent (a raw array, or None) of the output ``out`` of op ``name`` on ``parents``,
+    for the top-level jvp ``frame``. (The hot path of ``jvp``: the lookups are written out.)"""
+    bit = frame.bit
+    start = frame.start
+    if len(parents) == 2:  # (most ops: written out)
+        x, y = parents
+        tx = ty = None
+        if type(x) is Tensor:
+            if x._trace & bit and x._seq > start:
+                tx = getattr(x, "_tangent", None)
+            x = x._data
+        if type(y) is Tensor:
+            if y._trace & bit and y._seq > start:
+                ty = getattr(y, "_tangent", None)
+            y = y._data
+        if tx is None and ty is None:  # no tangent comes in
+            return None
+        ts: Any = (tx, ty)
+        inputs: Any = (x, y)
+    else:
+        ts = []
+        inputs = []
+        found = False
+        for p in parents:
+            if type(p) is Tensor:
+                inputs.append(p._data)
+                if p._trace & bit and p._seq > start:
+                    t = getattr(p, "_tangent", None)
+                    if t is not None:
+                        found = True
+                    ts.append(t)
+                    continue
+            else:
+                inputs.append(p)
+            ts.append(None)
+        if not found:
+            return None
+        ts = tuple(ts)
+    rule = _JVPS.get(name) if type(vjp) is not CustomVJP else None
+    if rule is None:
+        rule = rule_of(name, vjp, parents, False)
+    t = rule(ts, out, *inputs)
+    if t is not None and getattr(t, "shape", None) != out.shape:  # (the tangent of some inputs only)
+        t = np.broadcast_to(t, out.shape)
+    return t
+
+
+def _recorded_tangent(frame: _Frame, node: Tensor, vjp: Any, parents: tuple[Any, ...],
+                      outer: tuple[_Frame, ...]) -> None:
+    """Keep in ``frame`` the tangent (a Tensor) of ``node``, computed by recorded ops."""
+    ts = tuple([frame.tangent(p) for p in parents])
+    for t in ts:
+        if t is not None:
+            break
+    else:
+        return
+    # The rule's own ops are recorded for the transforms around this jvp: the hooks of this
+    # jvp and of those inside it must not take them for ops of the function.
+    token = _frames.set(outer)
+    try:
+        t = rule_of(node._op, vjp, parents, True)(ts, node, *parents)
+        if t is not None and t.shape != node.shape:
+            t = np.broadcast_to(t, node.shape)
+    finally:
+        _frames.reset(token)
+    if t is not None:
+        frame.tangents[node._seq] = t
 
 
 def _tangent_seed(primal: Tensor, tangent: Any, arg: int, nested: bool) -> Any:
@@ -267,21 +452,32 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
         raise ValueError(
             f"jvp: {len(primals)} primals but {len(tangents)} tangents; give one tangent per argument."
         )
+    t_leaves = []
     for i, (p, t) in enumerate(zip(primals, tangents)):
-        p_def, t_def = tree_flatten(p)[1], tree_flatten(t)[1]
+        leaves, t_def = tree_flatten(t)
+        p_def = tree_flatten(p)[1]
         if p_def != t_def:
             raise ValueError(
                 f"jvp: the tangent of primals[{i}] has a different structure from the primal "
                 f"({_first_difference(p_def, t_def)}); a tangent must be a tree like its primal."
             )
-    tr = _Traced(f, tuple(primals), {}, tuple(range(len(primals))), "jvp")
-    seeds: dict[int, Any] = {}
-    for i, (t, ins) in enumerate(zip(tangents, tr.inputs)):
-        for x, leaf in zip(ins, tree_flatten(t)[0]):
-            seeds[x._seq] = _tangent_seed(x, leaf, i, tr.nested)
+        t_leaves.append(leaves)
+    nested = _depth.get() > 0
+    frame = _Frame(2 << _level.get(), nested)  # (the bit _Traced gives the inputs)
+
+    def run(*args: Any) -> Any:  # f on the fresh inputs, with their tangents pushed alongside
+        for i, (arg, leaves) in enumerate(zip(args, t_leaves)):
+            for x, leaf in zip(tree_flatten(arg)[0], leaves):
+                frame.seed(x, _tangent_seed(x, leaf, i, nested))
+        token = _start(frame)
+        try:
+            return f(*args)
+        finally:
+            _stop(token)
+
+    tr = _Traced(run, tuple(primals), {}, tuple(range(len(primals))), "jvp")
     out, aux = _split_aux(tr.out, has_aux, "jvp")
     out_leaves, out_def = tree_flatten(out)
-    pushed = Sweep(out_leaves, tr.bit, tr.nested, tr.level).push(seeds)
-    t_out = [_output_tangent(o, pushed.get(o._seq) if type(o) is Tensor else None, tr.nested) for o in out_leaves]
+    t_out = [_output_tangent(o, frame.tangent(o), nested) for o in out_leaves]
     result = (tr.finish(out), tree_unflatten(out_def, t_out))
     return (*result, tr.finish(aux)) if has_aux else result

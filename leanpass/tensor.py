@@ -46,8 +46,9 @@ class _Absent:
 
 
 _ABSENT: Any = _Absent()
-# Set once any no_grad() block has been entered, in any thread: until then the recorders skip
-# reading the context variable (the common case). The variable stays the source of truth.
+# Set once any no_grad() block has been entered, in any thread (or debug_nans() or jvp): until then
+# the recorders skip their slow path and the context variable (the common case). The variable stays
+# the source of truth.
 _no_grad_entered = 0
 
 ArrayLike = Any  # a Tensor, NumPy array, nested list or Python number
@@ -81,10 +82,8 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
                 out, vjp = fn(self._data, od, (_BOTH if to else _FIRST) if ts else (_SECOND if to else _NEITHER))
         except ValueError as e:
             raise _shape_error(name, self._data, od, reflected, e) from None
-        if trace and _no_grad_entered:  # (the slow path: no_grad() or debug_nans() was entered)
-            trace &= _mask_get()
-            if _debug_nans and trace:
-                vjp = _nan_checked(name, out, vjp, (other, self) if reflected else (self, other))
+        if trace and _no_grad_entered:  # (the slow path: no_grad(), debug_nans() or jvp was entered)
+            return _recorded(name, out, vjp, trace, (other, self) if reflected else (self, other))
         if not trace:
             return _const(out)
         node: Any = _Building()
@@ -118,9 +117,7 @@ def _linear(x: Any, w: Any, b: Any) -> Tensor:
     trace = tx | tw | tb
     out, vjp = F.linear(xd, wd, bd, (tx != 0, tw != 0, tb != 0))
     if trace and _no_grad_entered:
-        trace &= _mask_get()
-        if _debug_nans and trace:
-            vjp = _nan_checked("linear", out, vjp, (x, w, b))
+        return _recorded("linear", out, vjp, trace, (x, w, b))
     return _node(out, trace, "linear", (x, w, b), vjp) if trace else _const(out)
 
 
@@ -136,9 +133,7 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
             trace = 0
         out, vjp = fn(xd)
         if trace and _no_grad_entered:
-            trace &= _mask_get()
-            if _debug_nans and trace:
-                vjp = _nan_checked(name, out, vjp, (x,))
+            return _recorded(name, out, vjp, trace, (x,))
         if not trace:
             return _const(out)
         node: Any = _Building()
@@ -174,7 +169,7 @@ class Tensor:
     """
 
     # Slots, not a __dict__: a graph node is then one small object for the garbage collector.
-    __slots__ = ("_data", "_trace", "_op", "_a", "_b", "_rest", "_vjp", "_seq", "_grad", "__weakref__")
+    __slots__ = ("_data", "_trace", "_op", "_a", "_b", "_rest", "_vjp", "_seq", "_grad", "_tangent", "__weakref__")
     _data: Any
     _trace: int
     _op: str
@@ -186,6 +181,7 @@ class Tensor:
     _vjp: Callable[[Any], tuple[Any, ...]] | None
     _seq: int
     _grad: Tensor | None
+    _tangent: Any  # set only on a node made inside a jvp: its tangent there (see leanpass.forward)
 
     def __init__(self, data: ArrayLike, requires_grad: bool = False, dtype: Any = None) -> None:
         if type(data) is Tensor and data._trace:
@@ -944,9 +940,7 @@ def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
         trace = 0
     out, vjp = fn(xd, *params)
     if trace and _no_grad_entered:
-        trace &= _mask_get()
-        if _debug_nans and trace:
-            vjp = _nan_checked(name, out, vjp, (x,))
+        return _recorded(name, out, vjp, trace, (x, *params), (x,))
     return _node(out, trace, name, (x, *params), vjp) if trace else _const(out)
 
 
@@ -986,9 +980,7 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         out, vjp = fn(*raw)
     vjp = vjp if builtin is not None else CustomVJP(fn, vjp)
     if trace and _no_grad_entered:
-        trace &= _mask_get()
-        if _debug_nans and trace:
-            vjp = _nan_checked(name, out, vjp, args)
+        return _recorded(name, out, vjp, trace, args)
     if not trace:
         return _const(out)
     return _node(out, trace, name, args, vjp)
@@ -1049,13 +1041,32 @@ def _shape_arg(args: tuple[Any, ...]) -> Any:
     return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
 
 
-# ----- the recorders' slow path: no_grad() and debug_nans() ----------------------------------------
+# ----- the recorders' slow path: no_grad(), debug_nans() and jvp ----------------------------------
 # How many debug_nans() blocks are active (in any thread); the environment variable LEANPASS_DEBUG_NANS=1
 # switches it on for the whole run.
 _debug_nans = 1 if os.environ.get("LEANPASS_DEBUG_NANS", "0") not in ("", "0") else 0
 if _debug_nans:
     _no_grad_entered = 1
 _in_replay = 0  # > 0 while a create_graph=True backward pass replays rules (ops recorded there are backward)
+# While a jvp runs (in any thread): leanpass.forward's hook, ``hook(name, out, vjp, trace, parents)``,
+# which makes each recorded node with its tangent (None otherwise). jvp sets _no_grad_entered, so
+# that the recorders come here.
+_forward_hook: Any = None
+
+
+def _recorded(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...],
+              inputs: tuple[Any, ...] | None = None) -> Tensor:
+    """The recorders' slow path, taken once ``no_grad()``, ``debug_nans()`` or ``jvp`` has been
+    entered (in any thread): the node of op ``name``, or a constant inside ``no_grad()``.
+    (``inputs``: the parents that debug_nans names, when not all of them.)"""
+    trace &= _mask_get()
+    if not trace:
+        return _const(out)
+    if _debug_nans:
+        vjp = _nan_checked(name, out, vjp, parents if inputs is None else inputs)
+    if _forward_hook is not None:
+        return _forward_hook(name, out, vjp, trace, parents)
+    return _node(out, trace, name, parents, vjp)
 
 
 def _nan_checked(name: str, out: Any, vjp: Any, inputs: tuple[Any, ...]) -> Any:

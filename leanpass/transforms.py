@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from . import tensor as _tensor
 from .engine import _depth, _level, _real_cotangent, reverse_pass
 from .functional import _lift
 from .functional.unary import _pass_through
@@ -30,6 +31,8 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
         data = x._data
         if x._trace and x._trace & _mask_get():
             _check_float(data, where)
+            if _tensor._forward_hook is not None:  # a jvp runs: the link passes x's tangent on
+                return _tensor._forward_hook("identity", data, _pass_through, x._trace | bit, (x,))
             return _node(data, x._trace | bit, "identity", (x,), _pass_through)
     else:
         data = x.view() if isinstance(x, _lift.RAW) and _lift.is_array(x) else _lift.asarray(x)

@@ -358,3 +358,71 @@ def test_jit_of_forward_mode_and_hessians() -> None:
         assert float(arr(tangent(z))) == pytest.approx(float(arr(lp.jvp(f, (z,), (v,))[1])), rel=1e-12)
     np.testing.assert_allclose(lp.jit(lambda a: lp.hvp(f)(a, v))(x), lp.hvp(f)(x, v), rtol=1e-12)
     np.testing.assert_allclose(lp.jit(lp.hessian(f))(x), lp.hessian(f)(x), rtol=1e-12)
+    # and jvp of a jitted function (which runs its ops inside the jvp)
+    _, t = lp.jvp(lp.jit(f), (x,), (v,))
+    assert float(arr(t)) == pytest.approx(float(arr(lp.jvp(f, (x,), (v,))[1])), rel=1e-12)
+
+
+# ----- what a running jvp leaves alone ---------------------------------------------------------------------------
+def test_jvps_in_threads_and_gradients_beside_them() -> None:
+    # jvps running at once in several threads each push their own tangents, gradients taken in
+    # another thread meanwhile are unaffected, and once none runs the recorders' hook is unset.
+    import threading
+
+    from leanpass import tensor as tensor_module
+
+    errors: list[BaseException] = []
+
+    def forward(k: int) -> None:
+        try:
+            x = np.linspace(-1.0, 1.0, 5) * (k + 1)
+            for _ in range(30):
+                _, t = lp.jvp(lambda a: lp.tanh(a) * a, (x,), (np.ones(5),))
+                np.testing.assert_allclose(arr(t), (1 - np.tanh(x) ** 2) * x + np.tanh(x), rtol=1e-12)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def reverse() -> None:
+        try:
+            for _ in range(30):
+                w = Tensor([1.0, 2.0], requires_grad=True)
+                (w * w * 3.0).sum().backward()
+                np.testing.assert_array_equal(arr(w.grad), [6.0, 12.0])
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=forward, args=(k,)) for k in range(3)] + [threading.Thread(target=reverse)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    assert tensor_module._forward_hook is None
+    with pytest.raises(ZeroDivisionError):
+        lp.jvp(lambda a: a * (1 / 0), (1.0,), (1.0,))
+    assert tensor_module._forward_hook is None  # (also after a function that raised)
+
+
+def test_a_value_kept_from_an_earlier_jvp_is_a_constant_in_the_next() -> None:
+    kept = []
+
+    def f(a: Any) -> Any:
+        y = a * 2.0
+        kept.append(y)  # (leaked out of the jvp: its tangent there was 2)
+        return y
+
+    lp.jvp(f, (1.0,), (1.0,))
+    _, t = lp.jvp(lambda a: a * kept[0], (3.0,), (1.0,))
+    assert float(arr(t)) == 2.0  # d/da (a * 2.0): the kept value is a constant here
+
+
+def test_no_grad_and_debug_nans_inside_a_jvp() -> None:
+    def f(a: Any) -> Any:
+        with lp.no_grad():
+            c = a * a  # a constant: no tangent flows through it
+        return c * a
+
+    _, t = lp.jvp(f, (3.0,), (1.0,))
+    assert float(arr(t)) == 9.0
+    with lp.debug_nans(), np.errstate(invalid="ignore"), pytest.raises(FloatingPointError, match="op 'log'"):
+        lp.jvp(lambda a: lp.log(a) * a, (np.array([1.0, -1.0]),), (np.ones(2),))

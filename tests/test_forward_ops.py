@@ -124,3 +124,15 @@ def test_forward_rules_keep_the_vjps_limits(name: str) -> None:
     want = sum(np.tensordot(j, t, axes=t.ndim) for j, t in zip(jac, tangents))
     assert np.all(np.isfinite(_out(jt))), _out(jt)
     np.testing.assert_allclose(_out(jt), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_vmap_over_the_tangents_of_every_op(name: str) -> None:
+    # Plain primals, batched tangents: each rule then meets a tangent that is batched where the
+    # values it combines it with are not (what vmap(jvp) over directions, or jacfwd by vmap, does).
+    f, primals, _ = _setup(name, seed=5)
+    rng = np.random.default_rng(6)
+    stacks = [rng.standard_normal((3, *np.shape(p))) for p in primals]
+    batched = lp.vmap(lambda *ts: lp.jvp(f, primals, ts)[1])(*stacks)
+    looped = [_out(lp.jvp(f, primals, [s[k] for s in stacks])[1]) for k in range(3)]
+    np.testing.assert_allclose(_out(batched), np.stack(looped), rtol=1e-12, atol=1e-12)

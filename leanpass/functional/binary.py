@@ -146,7 +146,19 @@ def _scale_second(c: Any, g: Any) -> tuple[None, Any]:
 
 def _mul_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
     tx, ty = ts
-    return total(None if tx is None else tx * y, None if ty is None else x * ty)
+    if ty is None:
+        return tx * y
+    if tx is None:
+        return x * ty
+    t = tx * y
+    if x is y and tx is ty:  # x * x: 2 x t, the same bits in one product fewer
+        t += t  # (into the fresh product; a Tensor's += makes a new one)
+        return t
+    u = x * ty
+    if type(t) is np.ndarray and type(u) is np.ndarray:  # both of the output's shape: add into the fresh one
+        t += u
+        return t
+    return t + u
 
 
 def div(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:

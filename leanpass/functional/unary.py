@@ -145,7 +145,9 @@ def _sigmoid_vjp(ans: Any, g: Any) -> tuple[Any]:
 
 
 def _sigmoid_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
-    return ts[0] * ans * (1 - ans)
+    t = ts[0] * ans
+    t -= t * ans  # t ans (1 - ans), into the fresh product (a Tensor's -= makes a new one): one array fewer
+    return t
 
 
 def tanh(x: Any) -> tuple[Any, Any]:
@@ -163,7 +165,9 @@ def _tanh_vjp(ans: Any, g: Any) -> tuple[Any]:
 
 
 def _tanh_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
-    return ts[0] * (1 - ans * ans)
+    t = ts[0] * ans
+    t *= ans  # into the fresh product (a Tensor's *= makes a new one): one array fewer than t * (1 - ans**2)
+    return ts[0] - t
 
 
 def abs(x: Any) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
