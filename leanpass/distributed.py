@@ -182,35 +182,47 @@ def set_timeout(seconds: float | None) -> None:
 
 
 class _Watchdog:
-    """One daemon thread that aborts the job when a collective has waited past its deadline.
+    """One daemon thread that aborts the job when one collective call has waited past the timeout.
 
-    Arming and disarming are a few attribute writes (no thread or timer per call); the thread
-    looks at the deadline a few times a second. mpi4py releases the GIL while it waits in MPI,
-    so the thread runs while the main thread is blocked.
+    Arming and disarming are two attribute writes each (no clock, no thread or timer per call):
+    ``calls`` is odd while a call is armed and changes with every call. The thread looks at it
+    ten times a second and fires when it has seen the same armed call for longer than
+    ``timeout()`` (so a timeout fires at most about 0.1 s late). mpi4py releases the GIL while
+    it waits in MPI, so the thread runs while the main thread is blocked.
     """
 
     def __init__(self, comm: Any, rank: int, size: int) -> None:
         self.comm, self.rank, self.size = comm, rank, size
-        self.deadline: float | None = None
+        self.calls = 0
         self.what = ""
         self.limit = 0.0
+        timeout()  # a bad LEANPASS_MPI_TIMEOUT is an error here, in the main thread
         threading.Thread(target=self._watch, name="leanpass-mpi-watchdog", daemon=True).start()
 
     def arm(self, what: str) -> None:
-        limit = timeout()
-        if limit is not None:
-            self.what, self.limit = what, limit
-            self.deadline = time.monotonic() + limit
+        self.what = what
+        self.calls += 1
 
     def disarm(self) -> None:
-        self.deadline = None
+        self.calls += 1
 
     def _watch(self) -> None:
+        seen, since = 0, 0.0
         while True:
-            deadline = self.deadline
-            if deadline is not None and time.monotonic() > deadline:
-                self._fire()
-            time.sleep(0.2 if deadline is None else min(0.2, max(0.01, deadline - time.monotonic())))
+            calls, now = self.calls, time.monotonic()
+            if not calls & 1:  # between calls
+                seen = calls
+            elif calls != seen:  # a new call since the last look
+                seen, since = calls, now
+            else:
+                try:
+                    limit = timeout()
+                except ValueError:  # the environment changed to a bad value: keep the default
+                    limit = DEFAULT_TIMEOUT
+                if limit is not None and now - since > limit:
+                    self.limit = limit
+                    self._fire()
+            time.sleep(0.1)
 
     def _fire(self) -> None:
         sys.stderr.write(
@@ -371,7 +383,7 @@ class _Plan:
     """What one layout needs, worked out once and kept: the leaves' paths, a checksum of the
     layout (structure, shapes, dtypes), and for each dtype where each leaf sits in its buffer."""
 
-    __slots__ = ("layout", "paths", "signature", "groups")
+    __slots__ = ("layout", "paths", "signature", "groups", "checks", "means")
 
     def __init__(self, treedef: TreeDef, specs: tuple[tuple[Any, np.dtype], ...], where: str,
                  floats_only: bool) -> None:
@@ -398,6 +410,45 @@ class _Plan:
                 places.append((i, start, stop, shape))
                 start = stop
             self.groups.append((dtype, start, places))
+        self.checks: dict[str, np.ndarray] = {}  # per collective's name: the pair _agree sends
+        self.means: dict[int, tuple[int | None, list[tuple[Any, int, Any, np.ndarray, Any]]]] = {}
+
+    def check_pair(self, what: str) -> np.ndarray:
+        """A fresh copy of ``[sig, -sig]`` for this layout in the call ``what`` (worked out once)."""
+        pair = self.checks.get(what)
+        if pair is None:
+            sig = zlib.crc32(what.encode(), self.signature)
+            pair = self.checks[what] = np.array([sig, -sig], dtype=np.int64)
+        return pair.copy()
+
+    def mean_groups(self, size: int) -> tuple[int | None, list[tuple[Any, int, Any, np.ndarray, Any]]]:
+        """For all_reduce_mean on ``size`` ranks: the layout's checksum (None if the check cannot
+        travel in the data), and per dtype (dtype, length, places, the numbers that carry the
+        check at the end of the buffer, the sums they must have after the all-reduce).
+
+        The 32-bit checksum is cut into chunks ``c`` of ``b`` bits, and each rank sends ``v = c + 1``
+        and ``v * v``. Every sum is an integer small enough to be exact in the dtype, so the sums
+        are ``size * v`` and ``size * v * v`` exactly when every rank sent the same ``v`` (the sum
+        of squares exceeds ``(sum v)^2 / size`` otherwise), and they are not when a rank's values
+        were added to other numbers or not at all (v >= 1). A dtype too short to hold them exactly
+        (float16 on hundreds of ranks) sends none, and every call is then checked on its own.
+        """
+        hit = self.means.get(size)
+        if hit is None:
+            sig = int(self.check_pair("all_reduce_mean")[0])
+            # integers up to 2**(nmant + 1) are exact in a dtype: chunks of b bits with size * (2**b)**2 below it
+            bits = [(np.finfo(dtype).nmant + 1 - (size - 1).bit_length()) // 2 for dtype, _, _ in self.groups]
+            fits = min(bits, default=0) >= 4
+            groups = []
+            for (dtype, length, places), b in zip(self.groups, bits):
+                values = []
+                for k in range(0, 32, b) if fits else ():
+                    v = ((sig >> k) & ((1 << b) - 1)) + 1
+                    values += [v, v * v]
+                sums = [float(size * v) for v in values] if fits else None
+                groups.append((dtype, length, places, np.array(values, dtype=dtype), sums))
+            hit = self.means[size] = (sig if fits else None, groups)
+        return hit
 
 
 # (id of a treedef, floats only) -> (that treedef, the leaves' (shape, dtype)s, its plan). A model's
@@ -413,8 +464,16 @@ class _Flat:
 
     def __init__(self, tree: Any, where: str, floats_only: bool) -> None:
         self.leaves, self.treedef = tree_flatten(tree)
-        self.arrays = [_leaf_array(x, where, self.treedef, i) for i, x in enumerate(self.leaves)]
-        specs = tuple([(a.shape, a.dtype) for a in self.arrays])
+        arrays = []
+        for i, x in enumerate(self.leaves):  # the usual leaves first: a gradient Tensor, an array
+            if type(x) is Tensor and not x._trace and type(x._data) is np.ndarray:
+                arrays.append(x._data)
+            elif type(x) is np.ndarray:
+                arrays.append(x)
+            else:
+                arrays.append(_leaf_array(x, where, self.treedef, i))
+        self.arrays = arrays
+        specs = tuple([(a.shape, a.dtype) for a in arrays])
         key = (id(self.treedef), floats_only)
         hit = _PLANS.get(key)
         if hit is not None and hit[0] is self.treedef and hit[1] == specs:
@@ -426,33 +485,59 @@ class _Flat:
         _PLANS[key] = (self.treedef, specs, self.plan)  # holds the treedef: its id stays its own
 
     def rebuild(self, arrays: list[Any]) -> Any:
-        return tree_unflatten(self.treedef, [_rebuild(x, a) for x, a in zip(self.leaves, arrays)])
+        built = []
+        for x, a in zip(self.leaves, arrays):
+            if type(x) is Tensor and not x._trace:  # (a gradient: _rebuild's first case, inline)
+                a.flags.writeable = False
+                built.append(_const(a))
+            else:
+                built.append(_rebuild(x, a))
+        return tree_unflatten(self.treedef, built)
 
 
-def _agree_start(world: _World, flat: _Flat, what: str) -> tuple[Any, np.ndarray, int]:
-    """Start one small all-reduce (MAX of the layout's checksum and of its negation) that tells
-    whether every rank is in the same call with the same layout; ``_agree_finish`` waits for it."""
-    mpi = world.mpi
-    sig = zlib.crc32(what.encode(), flat.plan.signature)
-    pair = np.array([sig, -sig], dtype=np.int64)
-    return world.comm.Iallreduce(mpi.IN_PLACE, pair, op=mpi.MAX), pair, sig
+# The checksums of the layouts that every rank has passed to all_reduce_mean on COMM_WORLD, each
+# checked once by _agree. It changes at the same calls on every rank of a correct program (only
+# when a check succeeds everywhere, and cleared when one fails), so all ranks agree on it.
+_VERIFIED: set[int] = set()
 
 
-def _agree_finish(world: _World, flat: _Flat, started: tuple[Any, np.ndarray, int], what: str) -> None:
-    """Wait for ``_agree_start``'s all-reduce; if the ranks differ, raise ValueError on every rank,
+def _agree(world: _World, flat: _Flat, what: str) -> None:
+    """One small all-reduce (MAX of the layout's checksum and of its negation) that tells whether
+    every rank is in the same call with the same layout; if not, raise ValueError on every rank,
     naming the ranks and the first leaf that differs."""
-    request, pair, sig = started
-    request.Wait()
-    if pair[0] == -pair[1] == sig:
+    mpi = world.mpi
+    pair = flat.plan.check_pair(what)
+    world.comm.Allreduce(mpi.IN_PLACE, pair, op=mpi.MAX)
+    high, low = pair.tolist()
+    if high == -low and high == flat.plan.checks[what][0]:
         return
+    _disagree(world, flat, what)
+
+
+def _abort_out_of_step(world: _World, error: str) -> None:
+    """MPI failed in an all-reduce whose layout was not checked by a call of its own (it had been
+    checked before): the ranks are out of step. MPI leaves the communicator unusable: end the job."""
+    sys.stderr.write(
+        f"leanpass.distributed: rank {world.rank} of {world.size}: MPI failed in all_reduce_mean ({error}). The ranks "
+        "are out of step: they passed trees of different sizes, or are not making the same calls in the same order "
+        "(one rank took a step more than another, say). Every rank must make the same calls in the same order, "
+        "each with a tree of the same structure, shapes and dtypes. Aborting the job.\n"
+    )
+    sys.stderr.flush()
+    time.sleep(_FORWARD)
+    try:
+        world.comm.Abort(4)
+    finally:
+        os._exit(4)
+
+
+def _disagree(world: _World, flat: _Flat, what: str) -> None:
+    """The ranks' layouts differ: gather them and raise ValueError naming the first difference."""
+    _VERIFIED.clear()
     plan = flat.plan
     mine = (what, plan.layout, plan.paths, [(a.shape, a.dtype.str) for a in flat.arrays])
     every = world.comm.allgather(mine)
     raise ValueError(_mismatch(every))
-
-
-def _agree(world: _World, flat: _Flat, what: str) -> None:
-    _agree_finish(world, flat, _agree_start(world, flat, what), what)
 
 
 def _count(n: int) -> str:
@@ -498,11 +583,14 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
     """The mean over all processes of a pytree of gradients, in the same structure.
 
     The leaves of each dtype travel in one contiguous buffer with one ``Allreduce`` (not one
-    call per leaf), after one small all-reduce that checks that every rank passed the same
-    layout. A model-shaped gradient (``lp.grad`` of a model, ``optim.collect_grads``) comes
-    back model-shaped; arrays come back as arrays, Tensors as Tensors, numbers as numbers.
-    At world size 1 the tree is returned as it is. ``comm`` is an mpi4py communicator
-    (default ``COMM_WORLD``). Nothing passed in is changed.
+    call per leaf). The first call with a layout (structure, shapes, dtypes) checks that every
+    rank passed the same one with a small all-reduce of its own; later calls with that layout
+    carry the check at the end of the data buffer, so a training step makes one call per dtype
+    and a layout that differs still raises ``ValueError`` on every rank. A model-shaped gradient
+    (``lp.grad`` of a model, ``optim.collect_grads``) comes back model-shaped; arrays come back
+    as arrays, Tensors as Tensors, numbers as numbers. At world size 1 the tree is returned as
+    it is. ``comm`` is an mpi4py communicator (default ``COMM_WORLD``; the check travels with the
+    data on ``COMM_WORLD`` only). Nothing passed in is changed.
 
     >>> import leanpass as lp
     >>> grads = {"w": np.array([0.5, -1.0]), "b": lp.Tensor(2.0)}
@@ -513,24 +601,42 @@ def all_reduce_mean(tree: Any, *, comm: Any = None) -> Any:
     flat = _Flat(tree, "all_reduce_mean", floats_only=True)
     if world.size == 1:
         return tree
-    mpi, arrays = world.mpi, flat.arrays
+    mpi, arrays, plan = world.mpi, flat.arrays, flat.plan
     scale = 1.0 / world.size  # a multiply is faster than a divide (and exact for 2, 4, 8, ... ranks)
     out: list[Any] = [None] * len(arrays)
-    with _Collective(world, "all_reduce_mean"):
-        started = _agree_start(world, flat, "all_reduce_mean")  # in flight while the buffers fill
-        buffers = []
-        try:
-            for dtype, length, places in flat.plan.groups:
-                buffer = np.empty(length, dtype=dtype)
-                for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
-                    out[i] = np.multiply(arrays[i], scale, out=buffer[start:stop].reshape(shape))  # a view: the result
-                buffers.append(buffer)
-        except BaseException:
-            started[0].Wait()  # leave no request behind
-            raise
-        _agree_finish(world, flat, started, "all_reduce_mean")
-        for buffer in buffers:  # in place: the views in ``out`` now hold the mean
-            world.comm.Allreduce(mpi.IN_PLACE, buffer, op=mpi.SUM)
+    sig, groups = plan.mean_groups(world.size)
+    watchdog = world.watchdog  # (_Collective's work, inline: this is every step's call)
+    if watchdog is not None:
+        watchdog.arm("all_reduce_mean")
+    try:
+        # A layout seen for the first time is checked by one small all-reduce of its own. After
+        # that, the check travels inside the data: the same call on every rank in a correct program
+        # (so no extra meeting per step), and a different layout of the same size shows in the sums.
+        on_world = world is _WORLD
+        checked = sig is None or not on_world or sig not in _VERIFIED
+        if checked:
+            _agree(world, flat, "all_reduce_mean")
+            if sig is not None and on_world:
+                if len(_VERIFIED) > 4096:
+                    _VERIFIED.clear()  # (at the same call on every rank)
+                _VERIFIED.add(sig)
+        for dtype, length, places, tail, sums in groups:
+            buffer = np.empty(length + len(tail), dtype=dtype)
+            for i, start, stop, shape in places:  # each rank adds x / size: the sum is the mean
+                out[i] = np.multiply(arrays[i], scale, out=buffer[start:stop].reshape(shape))  # a view: the result
+            end = buffer[length:]
+            end[...] = tail
+            try:
+                world.comm.Allreduce(mpi.IN_PLACE, buffer, op=mpi.SUM)  # in place: the views in ``out`` hold the mean
+            except mpi.Exception as e:  # (buffers of different sizes, unchecked: the calls are out of step)
+                if checked:
+                    raise
+                _abort_out_of_step(world, str(e).split(",")[0])
+            if sums is not None and end.tolist() != sums:
+                _disagree(world, flat, "all_reduce_mean")
+    finally:
+        if watchdog is not None:
+            watchdog.disarm()
     return flat.rebuild(out)
 
 

@@ -78,12 +78,13 @@ class Counting:
         self.calls.append(["Allreduce", int(recvbuf.size), str(recvbuf.dtype)])
         self.comm.Allreduce(sendbuf, recvbuf, op=op)
 
-    def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Any) -> Any:  # noqa: N802
-        self.calls.append(["Iallreduce", int(recvbuf.size), str(recvbuf.dtype)])
-        return self.comm.Iallreduce(sendbuf, recvbuf, op=op)
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self.comm, name)
+
+
+def values(tree: Any) -> list[Any]:
+    """The leaves' values as lists (a Tensor's array read directly)."""
+    return [np.asarray(x._data if isinstance(x, lp.Tensor) else x).tolist() for x in lp.tree_flatten(tree)[0]]
 
 
 def error_text(f: Any) -> str:
@@ -109,13 +110,29 @@ def checks(out: Path) -> None:
                           "step": got["step"], "step_type": type(got["step"]).__name__, "h": float(got["h"]),
                           "h_type": type(got["h"]).__name__, "mine_w_after": mine["w"].tolist()}
 
-    counting = Counting(MPI.COMM_WORLD)
     grads = {"a": np.full(3, float(r)), "b": np.full((2, 2), 10.0 * r, dtype=np.float32),
              "c": [np.full(4, 2.0 * r + 1.0), lp.Tensor(np.float32(r))]}
-    mean = distributed.all_reduce_mean(grads, comm=counting)
+    world = distributed._world()
+    counting = Counting(world.comm)
+    world.comm = counting  # COMM_WORLD, counted
+    try:
+        mean = distributed.all_reduce_mean(grads)
+        first, counting.calls = counting.calls, []
+        again = distributed.all_reduce_mean(grads)
+        facts["calls_again"], counting.calls = counting.calls, []
+        for _ in range(2):  # float16: the check in the data in 5-bit chunks (its integers are exact up to 2048)
+            half = distributed.all_reduce_mean({"h": np.full(3, r, dtype=np.float16)})
+        facts["calls_float16"], facts["mean_float16"] = counting.calls, half["h"].tolist()
+    finally:
+        world.comm = counting.comm
+    facts["again_equal"] = values(again) == values(mean)
+    other = Counting(MPI.COMM_WORLD)  # another communicator object than COMM_WORLD's: checked every call
+    distributed.all_reduce_mean(grads, comm=other)
+    distributed.all_reduce_mean(grads, comm=other)
+    facts["calls_other_comm"] = other.calls
     facts["mean"] = {"a": mean["a"].tolist(), "b": mean["b"].tolist(), "b_dtype": str(mean["b"].dtype),
                      "c0": mean["c"][0].tolist(), "c1": float(mean["c"][1].item()),
-                     "c1_type": type(mean["c"][1]).__name__, "calls": counting.calls,
+                     "c1_type": type(mean["c"][1]).__name__, "calls": first,
                      "grads_a_after": grads["a"].tolist()}
 
     model = nn.MLP([4, 5, 2], rng=0, dtype=np.float64)
@@ -143,6 +160,13 @@ def checks(out: Path) -> None:
         lambda: (distributed.all_reduce_mean if r == 0 else distributed.broadcast)({"w": np.zeros(3)}))
     facts["model_mismatch"] = error_text(
         lambda: distributed.broadcast(nn.MLP([4, 5 + r, 2], rng=0, dtype=np.float64)))
+    for w in ((2, 3), (3, 2)):  # both layouts checked on every rank: from now on the check is in the data
+        distributed.all_reduce_mean({"w": np.zeros(w)})
+    facts["checked_shape_mismatch"] = error_text(
+        lambda: distributed.all_reduce_mean({"w": np.zeros((2, 3) if r == 0 else (3, 2))}))
+    for key in ("p", "q"):
+        distributed.all_reduce_mean({key: np.zeros(3)})
+    facts["checked_structure_mismatch"] = error_text(lambda: distributed.all_reduce_mean({"pq"[r]: np.zeros(3)}))
     facts["after_errors"] = distributed.all_reduce_mean([float(r)])[0]  # still in step
 
     parts = [b.tolist() for (b,) in data.batches(np.arange(21), batch_size=8, rng=3, shard=(r, n))]
@@ -187,6 +211,10 @@ def fail(out: Path, mode: str) -> None:
                 sys.exit(0)
             if mode == "raise":
                 raise RuntimeError("rank 1 failed on purpose")
+        if mode == "out_of_step" and step == 3:  # both layouts checked before, then one size on each rank
+            for n in (3, 4):
+                distributed.all_reduce_mean({"w": np.zeros(n)})
+            distributed.all_reduce_mean({"w": np.zeros(3 + r)})
         model = optim.apply_updates(model, lp.tree_map(lambda t: -0.1 * t, distributed.all_reduce_mean(grad(model))))
         time.sleep(0.01)
     (out / f"fail_rank{r}.txt").write_text("finished")

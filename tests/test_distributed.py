@@ -78,13 +78,30 @@ def shm_files() -> set[Path]:
     return set(SHM.glob("mpich_shm_*")) if SHM.is_dir() else set()
 
 
+def mapped_shm() -> set[str]:
+    """The segments some live process has mapped (another MPI job running on this machine now)."""
+    found = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:  # the process ended, or is not ours to read
+            continue
+        found.update(line.split()[-1] for line in text.splitlines() if "/mpich_shm_" in line)
+    return found
+
+
 @pytest.fixture
 def shm_cleanup():
-    """Remove the shared-memory segments that MPICH leaves behind when a job is killed or aborted."""
+    """Remove the shared-memory segments that MPICH leaves behind when a job is killed or aborted
+    (only those no process maps: another job running at the same time keeps its own)."""
     before = shm_files()
     yield
-    for path in shm_files() - before:
-        path.unlink(missing_ok=True)
+    left = shm_files() - before
+    if left:
+        in_use = mapped_shm()
+        for path in left:
+            if str(path) not in in_use:
+                path.unlink(missing_ok=True)
 
 
 # ----- two processes train as one --------------------------------------------------------------------
@@ -140,8 +157,16 @@ def test_all_reduce_mean_averages_with_one_allreduce_per_dtype(checks):
         m = c["mean"]  # rank r held a = r, b = 10 r (float32), c0 = 2 r + 1, c1 = r (float32 Tensor)
         assert m["a"] == [0.5] * 3 and m["b"] == [[5.0, 5.0]] * 2 and m["b_dtype"] == "float32"
         assert m["c0"] == [2.0] * 4 and m["c1"] == 0.5 and m["c1_type"] == "Tensor"
-        # one small check of the layout, then one call per dtype over one buffer (7 float64, 5 float32)
-        assert m["calls"] == [["Iallreduce", 2, "int64"], ["Allreduce", 7, "float64"], ["Allreduce", 5, "float32"]]
+        # a new layout: one small check of its own, then one call per dtype over one buffer (7 float64
+        # and 5 float32 values, each followed by the check that travels with the data: 4 and 6 numbers)
+        assert m["calls"] == [["Allreduce", 2, "int64"], ["Allreduce", 11, "float64"], ["Allreduce", 11, "float32"]]
+        # the same layout again: only the data (with its check); on another communicator, always both
+        assert c["calls_again"] == m["calls"][1:] and c["again_equal"]
+        assert c["calls_other_comm"] == m["calls"] * 2
+        # float16 is exact up to 2048: 7 chunks of 5 bits (14 numbers) carry the 32-bit check for 2 ranks
+        assert c["calls_float16"] == [["Allreduce", 2, "int64"], ["Allreduce", 17, "float16"],
+                                      ["Allreduce", 17, "float16"]]
+        assert c["mean_float16"] == [0.5] * 3
         assert m["grads_a_after"] == [float(c["rank"])] * 3
 
 
@@ -166,6 +191,10 @@ def test_trees_that_differ_across_ranks_raise_on_every_rank_and_name_the_leaf(ch
             in c["structure_mismatch"]
         assert "rank 0 called all_reduce_mean but rank 1 called broadcast(root=0)" in c["call_mismatch"]
         assert ".layers[0].weight has shape (4, 5)" in c["model_mismatch"] and "(4, 6)" in c["model_mismatch"]
+        # layouts checked before, then different on the ranks: the check inside the data finds it
+        assert ("ValueError: all_reduce_mean: the ranks' trees do not match: ranks [1] differ from rank 0: the leaf "
+                "['w'] has shape (2, 3) and dtype float64 on rank 0 but shape (3, 2)") in c["checked_shape_mismatch"]
+        assert "leaf 0 is ['p'] on rank 0 but ['q'] on rank 1" in c["checked_structure_mismatch"]
         assert c["after_errors"] == 0.5  # and the ranks are still in step afterwards
 
 
@@ -200,6 +229,17 @@ def test_an_exception_on_one_rank_aborts_the_job_at_once(tmp_path, shm_cleanup):
     assert proc.returncode != 0
     assert "RuntimeError: rank 1 failed on purpose" in proc.stderr
     assert "waited more than" not in proc.stderr and seconds < 30, seconds  # not the 60 s timeout
+
+
+def test_ranks_out_of_step_with_checked_layouts_of_different_sizes_end_the_job(tmp_path, shm_cleanup):
+    proc, seconds = job("fail", tmp_path, "out_of_step", timeout=60)
+    assert proc.returncode != 0 and not (tmp_path / "fail_rank0.txt").exists()
+    # MPI finds that the sizes differ and the job ends at once, not after the 60 s timeout. What it
+    # prints depends on which rank MPI stops first: LeanPass's message, MPI's "Message truncated",
+    # or nothing when mpiexec ends the job before the output reaches it
+    assert "waited more than" not in proc.stderr and seconds < 30, seconds
+    if proc.stderr:
+        assert "ranks are out of step" in proc.stderr or "Message truncated" in proc.stderr, proc.stderr
 
 
 def test_different_models_on_the_ranks_stop_the_job_with_the_leaf_named(tmp_path, shm_cleanup):
