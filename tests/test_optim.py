@@ -180,3 +180,21 @@ def test_eager_style_collect_grads_and_training_decreases_the_loss():
     assert losses.cross_entropy(model(x), y).item() < 0.3 * first
     with pytest.raises(TypeError, match="not a Tensor"):
         optim.collect_grads([np.zeros(2)])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adam_update_is_the_formula_bit_for_bit(dtype):
+    """Adam's in-place arithmetic on plain arrays gives the formula's own bits, step after step."""
+    rng = np.random.default_rng(3)
+    b1, b2, eps, lr = 0.9, 0.999, 1e-8, 1e-2
+    p = rng.standard_normal((5, 4)).astype(dtype)
+    opt = optim.adam(lr, b1, b2, eps)
+    state = opt.init(p)
+    m, v = np.zeros_like(p), np.zeros_like(p)
+    for t in range(1, 4):
+        g = rng.standard_normal(p.shape).astype(dtype)
+        u, state = opt.update(g, state, p)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * (g * g)
+        want = m * -(lr / (1.0 - b1**t)) / (np.sqrt(v) / math.sqrt(1.0 - b2**t) + eps)
+        assert u.dtype == dtype and np.array_equal(u, want)
