@@ -231,15 +231,20 @@ class _Watchdog:
             "(every rank must make the same collective calls in the same order). Aborting the job. "
             "A longer limit: LEANPASS_MPI_TIMEOUT=seconds or leanpass.distributed.set_timeout(seconds).\n"
         )
-        sys.stderr.flush()
-        time.sleep(_FORWARD)
-        try:
-            self.comm.Abort(3)
-        finally:
-            os._exit(3)
+        _abort(self.comm, 3)
 
 
 _FORWARD = 0.5  # seconds for mpiexec to pass a message on before MPI_Abort ends every process
+
+
+def _abort(comm: Any, code: int) -> None:
+    """End every process of the job with exit ``code``, once the message written to stderr is on its way."""
+    sys.stderr.flush()
+    time.sleep(_FORWARD)
+    try:
+        comm.Abort(code)
+    finally:
+        os._exit(code)
 
 
 def _abort_on_uncaught_exception(comm: Any) -> None:
@@ -523,12 +528,7 @@ def _abort_out_of_step(world: _World, error: str) -> None:
         "(one rank took a step more than another, say). Every rank must make the same calls in the same order, "
         "each with a tree of the same structure, shapes and dtypes. Aborting the job.\n"
     )
-    sys.stderr.flush()
-    time.sleep(_FORWARD)
-    try:
-        world.comm.Abort(4)
-    finally:
-        os._exit(4)
+    _abort(world.comm, 4)
 
 
 def _disagree(world: _World, flat: _Flat, what: str) -> None:
