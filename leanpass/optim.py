@@ -141,19 +141,31 @@ def _shapes_named(where: str) -> Callable[[Callable[..., Any]], Callable[..., An
     return wrap
 
 
-def _shape_mismatch(where: str, grads: Any, state: _State, params: Any) -> ValueError | None:
-    """The first leaf whose shape differs from the one the state was made for, as an error (or None)."""
+def _leaf_paths(treedef: Any) -> list[str]:
+    """The paths of a tree's leaves, in order (``.layers[0].weight``, ``['w']``), for error messages."""
     from .checkpoint import _child_names
 
     paths: list[str] = []
-    stack = [(state.treedef, "")]
-    while stack:  # the leaves' paths, in order
+    stack = [(treedef, "")]
+    while stack:
         td, path = stack.pop()
         if td.kind is None:
             paths.append(path or "<root>")
             continue
         names = ([f"[{k!r}]" for k in td.meta] if td.kind is dict else _child_names(td.kind, len(td.children)))
         stack.extend(reversed([(c, path + n) for c, n in zip(td.children, names)]))
+    return paths
+
+
+def _check_shape(g: Any, slot: Any) -> None:
+    """A gradient must have its parameter's shape: NumPy would broadcast one of another shape into the state."""
+    if np.shape(g) != np.shape(slot):
+        raise ValueError(f"a gradient of shape {np.shape(g)} for a parameter of shape {np.shape(slot)}")
+
+
+def _shape_mismatch(where: str, grads: Any, state: _State, params: Any) -> ValueError | None:
+    """The first leaf whose shape differs from the one the state was made for, as an error (or None)."""
+    paths = _leaf_paths(state.treedef)
     made_for = state.slots[0] if state.slots else None
     for kind, tree in (("gradient", grads), ("parameter", params)):
         if tree is None:
@@ -208,6 +220,8 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
         if not momentum:
             neg = -lr
             return tree_unflatten(state.treedef, [gi * neg for gi in g]), _state(state.step + 1, (), state.treedef)
+        for v, gi in zip(state.slots[0], g):
+            _check_shape(gi, v)
         velocity = tuple(momentum * v + gi for v, gi in zip(state.slots[0], g))
         if nesterov:
             ups = [(gi + momentum * v) * -lr for gi, v in zip(g, velocity)]
@@ -302,6 +316,7 @@ def _adam_leaf(m: Any, v: Any, g: Any, b1: float, b2: float, step_size: Any, roo
         np.add(tmp, eps, out=tmp)
         up = np.multiply(mu, -step_size)
         return mu, nu, np.divide(up, tmp, out=up)
+    _check_shape(g, m)
     mu = b1 * m + (1 - b1) * g
     nu = b2 * v + (1 - b2) * (g * g)
     return mu, nu, mu * -step_size / (np.sqrt(nu) / root_c2 + eps)
@@ -331,6 +346,12 @@ def apply_updates(params: Any, updates: Any) -> Any:
         if type(u) is not np.ndarray or u.dtype is not data.dtype:  # (the usual case needs no getattr)
             dtype = getattr(u, "dtype", None)
             u = u if dtype is data.dtype or dtype == data.dtype else np.asarray(u).astype(data.dtype)
+        if (u.shape if type(u) is np.ndarray else np.shape(u)) != data.shape:  # (NumPy would broadcast it)
+            i = len(out)
+            raise ValueError(
+                f"apply_updates: the update at {_leaf_paths(pdef)[i]} has shape {np.shape(u)}, but the parameter "
+                f"has shape {np.shape(data)}. Pass updates that opt.update made from gradients of these params."
+            )
         new = data + u
         if type(p) is Tensor:  # (its array is locked read-only when a user reads it: Tensor.data)
             out.append(Tensor(new, requires_grad=True) if p._trace else _const(new))

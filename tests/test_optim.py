@@ -198,3 +198,20 @@ def test_adam_update_is_the_formula_bit_for_bit(dtype):
         v = b2 * v + (1 - b2) * (g * g)
         want = m * -(lr / (1.0 - b1**t)) / (np.sqrt(v) / math.sqrt(1.0 - b2**t) + eps)
         assert u.dtype == dtype and np.array_equal(u, want)
+
+
+@pytest.mark.parametrize("make", [lambda: optim.sgd(0.1), lambda: optim.sgd(0.1, momentum=0.9),
+                                  lambda: optim.adam(0.1), lambda: optim.adamw(0.1)])
+def test_a_gradient_numpy_would_broadcast_is_refused(make):
+    """A gradient of shape (3,) for a (2, 3) parameter broadcasts in NumPy: every row would get the
+    same step. The update (or the apply) raises instead, naming the leaf and both shapes."""
+    params = {"b": np.zeros(3), "w": np.ones((2, 3))}
+    before = {k: v.copy() for k, v in params.items()}
+    opt = make()
+    state = opt.init(params)
+    with pytest.raises(ValueError, match=r"\['w'\].*\(3,\).*\(2, 3\)"):
+        updates, state = opt.update({"b": np.ones(3), "w": np.ones(3)}, state, params)
+        optim.apply_updates(params, updates)
+    assert all(np.array_equal(params[k], before[k]) for k in params)
+    with pytest.raises(ValueError, match=r"apply_updates: the update at \['w'\] has shape \(1, 2, 3\)"):
+        optim.apply_updates(params, {"b": np.zeros(3), "w": np.zeros((1, 2, 3))})
