@@ -391,8 +391,8 @@ def _winograd_fits(x: Any, w: Any, stride: Pair, dilation: Pair, groups: int) ->
 
 
 def _split(a: Any) -> list[Any]:
-    """The slices of ``a`` along its first axis (also of a stand-in of jit, which has no iterator)."""
-    return [a[k] for k in range(len(a))] if not isinstance(a, (list, tuple)) else list(a)
+    """The slices of an array along its first axis (also of a stand-in of jit, which has no iterator)."""
+    return [a[k] for k in range(len(a))]
 
 
 def _fresh(shape: tuple[int, ...], dtype: Any, like: Any) -> Any:
