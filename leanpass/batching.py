@@ -879,8 +879,19 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
             raise ValueError("vmap: in_axes maps no argument (all None); map at least one axis")
         lvl = Level(size, engine._level.get())
         ins = []
+        entered: dict[tuple[int, int], Any] = {}  # a Tensor at several places (tied): entered once
         for x, ax in zip(leaves, axes):
-            ins.append(x if ax is None else _enter(x, ax % np.ndim(x._data if type(x) is Tensor else x), lvl))
+            if ax is None:
+                ins.append(x)
+                continue
+            ax %= np.ndim(x._data if type(x) is Tensor else x)
+            if type(x) is Tensor:
+                key = (id(x), ax)
+                if key not in entered:
+                    entered[key] = _enter(x, ax, lvl)
+                ins.append(entered[key])
+            else:
+                ins.append(_enter(x, ax, lvl))
         n_args = _count(td)
         new_kwargs = tree_unflatten(k_td, ins[n_args:]) if kwargs else {}
         out = f(*tree_unflatten(td, ins[:n_args]), **new_kwargs)

@@ -108,14 +108,26 @@ class _Traced:
         self.trees = []
         self.inputs = []
         new_args = list(args)
+        # One Tensor object in several leaves (tied weights) is one variable: one input node for
+        # all its places, so each place gets the total gradient, as its one .grad does.
+        seen: dict[int, Tensor] = {}
+        tensors = 0
         for n in nums:  # (loops, not comprehensions: no call of their own in Python 3.11)
             leaves, treedef = tree_flatten(args[n])
             ins = []
             for x in leaves:
-                ins.append(_fresh(x, bit, where))
+                if type(x) is Tensor:
+                    tensors += 1
+                    node = seen.get(id(x))
+                    if node is None:
+                        node = seen[id(x)] = _fresh(x, bit, where)
+                    ins.append(node)
+                else:
+                    ins.append(_fresh(x, bit, where))
             self.trees.append((leaves, treedef))
             self.inputs.append(ins)
             new_args[n] = tree_unflatten(treedef, ins)
+        self.tied = len(seen) < tensors
         token = _depth.set(depth + 1)
         level_token = _level.set(level + 1)
         enabled = _grad_mask.set(-1)  # record inside f even under an outer no_grad()
@@ -151,12 +163,19 @@ class _Traced:
             seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
             leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
         results = []
+        made: dict[int, Any] = {}  # tied leaves: the one gradient, the same object at each place
         for (orig, treedef), ins in zip(self.trees, self.inputs):
             grads = []
             for x, t in zip(orig, ins):
+                if self.tied and t._seq in made:
+                    grads.append(made[t._seq])
+                    continue
                 hit = leaves.get(t._seq)
                 ct = hit[1] if hit is not None else np.zeros_like(t._data)
-                grads.append(_output(t, ct, x, nested))
+                g = _output(t, ct, x, nested)
+                if self.tied:
+                    made[t._seq] = g
+                grads.append(g)
             results.append(tree_unflatten(treedef, grads))
         return results[0] if self.single else tuple(results)
 
