@@ -827,7 +827,8 @@ def _paths(td: TreeDef, where: str) -> list[str]:
     return [p for k, c in zip(keys, td.children) for p in _paths(c, where + k)]
 
 
-def _sizes_differ(td: TreeDef, kwargs: dict[str, Any], leaves: list[Any], axes: list[Any], axes_tree: Any) -> ValueError:
+def _sizes_differ(td: TreeDef, kwargs: dict[str, Any], leaves: list[Any], axes: list[Any],
+                  axes_tree: Any) -> ValueError:
     """The error for mapped axes of different sizes: what each argument has, and the ``in_axes`` that
     maps only the arguments that agree on the batch size (the others look shared: parameters, say)."""
     names = _paths(td, "args")
@@ -845,7 +846,7 @@ def _sizes_differ(td: TreeDef, kwargs: dict[str, Any], leaves: list[Any], axes: 
     agreed = [s[0] for s in sizes.values() if len(s) == 1]
     # The batch size: the one most arguments agree on (on a tie, the later one's: data comes after parameters).
     batch = max(reversed(agreed), key=agreed.count) if agreed else None
-    tie = sum(agreed.count(n) == agreed.count(batch) for n in set(agreed)) > 1
+    tie = batch is not None and sum(agreed.count(n) == agreed.count(batch) for n in set(agreed)) > 1
     said = []
     for owner, g in groups.items():
         if len(sizes[owner]) == 1:
@@ -854,7 +855,8 @@ def _sizes_differ(td: TreeDef, kwargs: dict[str, Any], leaves: list[Any], axes: 
             firsts = {n: f"{name} has size {n} along axis {ax}" for name, n, ax in reversed(g)}
             said.append(f"{owner} has leaves of sizes {', '.join(map(str, sizes[owner]))} "
                         f"({'; '.join(firsts[n] for n in sizes[owner])})")
-    message = f"vmap: mapped axes have different sizes: {'; '.join(said)}. Every mapped argument needs the same batch size."
+    message = (f"vmap: mapped axes have different sizes: {'; '.join(said)}. Every mapped argument needs the same "
+               "batch size.")
     shared = [owner for owner in groups if sizes[owner] != [batch]]
     positional = [o for o in shared if o.startswith("args")]
     if positional and len(shared) < len(groups):
@@ -869,7 +871,8 @@ def _sizes_differ(td: TreeDef, kwargs: dict[str, Any], leaves: list[Any], axes: 
         else:
             it = "it" if len(positional) == 1 else "them"
             message += (f" If {' and '.join(positional)} {'is' if it == 'it' else 'are'} the same for every example "
-                        f"(parameters, say), do not map {it}: {suggestion} maps only the arguments of batch size {batch}.")
+                        f"(parameters, say), do not map {it}: {suggestion} maps only the arguments of batch size "
+                        f"{batch}.")
     if any(o.startswith("kwargs") for o in (groups if tie else shared)):
         message += " Keyword arguments are always mapped over their axis 0: pass a shared one positionally, with None."
     return ValueError(message)
@@ -909,7 +912,6 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
             k_leaves, k_td = tree_flatten(kwargs)
             leaves, axes = leaves + k_leaves, axes + [0] * len(k_leaves)
         size = None
-        first = -1
         for i, (x, ax) in enumerate(zip(leaves, axes)):
             if ax is None:
                 continue
@@ -921,7 +923,7 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
                 )
             n = shape[ax]
             if size is None:
-                size, first = n, i
+                size = n
             elif n != size:
                 raise _sizes_differ(td, kwargs, leaves, axes, axes_tree)
         if size is None:

@@ -343,7 +343,7 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
     paths: list[str] = []
     structure = _encode(treedef, "", paths)
     arrays: dict[str, np.ndarray] = {}
-    infos = []
+    infos: list[dict[str, Any]] = []
     first: dict[int, int] = {}  # a Tensor at several leaves (tied weights) is stored once: id -> its leaf
     for i, (leaf, where) in enumerate(zip(leaves, paths)):
         j = first.setdefault(id(leaf), i) if type(leaf) is Tensor else i
@@ -517,7 +517,7 @@ def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
                 raise _CorruptError("its header record is not text")
             header = json.loads(raw.tobytes().decode("utf-8"))
             _check_header(header)
-            arrays = []
+            arrays: list[np.ndarray] = []
             for i, info in enumerate(header["leaves"]):
                 if "same_as" in info:  # a tied Tensor: the array of an earlier leaf
                     arrays.append(arrays[_tied_to(header["leaves"], i)])
@@ -581,8 +581,11 @@ def _rebuild(header: dict[str, Any], arrays: list[np.ndarray], like: Any) -> Any
     infos = header["leaves"]
     structure = header["structure"]
     leaves: list[Any] = []
-    for i, (info, arr) in enumerate(zip(infos, arrays)):  # (a tied Tensor: the same object at each of its leaves)
-        leaves.append(leaves[info["same_as"]] if "same_as" in info else _rebuild_leaf(info, arr, str(info.get("path", i))))
+    for i, (info, arr) in enumerate(zip(infos, arrays)):
+        if "same_as" in info:  # a tied Tensor: the same object at each of its leaves
+            leaves.append(leaves[info["same_as"]])
+        else:
+            leaves.append(_rebuild_leaf(info, arr, str(info.get("path", i))))
     if like is None:
         return tree_unflatten(_decode(structure, ""), leaves)
     like_leaves, like_def = tree_flatten(like)

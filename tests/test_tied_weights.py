@@ -267,5 +267,5 @@ def test_any_pattern_of_ties_gives_the_gradient_of_the_variables(n, places, seed
     by_name = dict(zip("abc", eager))
     loss([by_name[k] for k in places]).backward()
     collected = optim.collect_grads([by_name[k] for k in places])
-    for k, c, gr in zip(places, collected, grads):
+    for c, gr in zip(collected, grads):
         np.testing.assert_allclose(c, gr.numpy(), rtol=1e-12, atol=1e-15)

@@ -138,7 +138,7 @@ def test_a_forgotten_in_axes_names_the_arguments_and_suggests_none_for_the_share
 
 def test_the_suggestion_keeps_the_axes_given_and_leaves_keywords_mapped() -> None:
     # two arguments that disagree: no majority, so the suggestion is for the later one's batch size
-    with pytest.raises(ValueError, match=r"the same for every example .*: for a batch of size 5, in_axes=\(None, 1\)\."):
+    with pytest.raises(ValueError, match=r"same for every example .*: for a batch of size 5, in_axes=\(None, 1\)\."):
         lp.vmap(lambda p, x: x.T @ p["w"], in_axes=({"w": 0}, 1))({"w": np.ones((3, 4))}, np.ones((3, 5)))
     with pytest.raises(ValueError, match=r"in_axes=\(None, 0, 1\) maps only the arguments of batch size 5\.$"):
         lp.vmap(lambda p, x, y: x.T @ p["w"] + y, in_axes=(0, 0, 1))({"w": np.ones((3, 4))}, np.ones((5, 3)),
