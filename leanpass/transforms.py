@@ -108,16 +108,18 @@ class _Traced:
         self.trees = []
         self.inputs = []
         new_args = list(args)
+        flat = []
+        for n in nums:
+            flat.append(tree_flatten(args[n]))
+        every = flat[0][0] if len(flat) == 1 else [x for leaves, _ in flat for x in leaves]
         # One Tensor object in several leaves (tied weights) is one variable: one input node for
         # all its places, so each place gets the total gradient, as its one .grad does.
-        seen: dict[int, Tensor] = {}
-        tensors = 0
-        for n in nums:  # (loops, not comprehensions: no call of their own in Python 3.11)
-            leaves, treedef = tree_flatten(args[n])
+        seen: dict[int, Tensor] | None = {} if len(set(map(id, every))) < len(every) else None
+        self.tied = seen is not None
+        for n, (leaves, treedef) in zip(nums, flat):  # (loops, not comprehensions: no call of their own in 3.11)
             ins = []
             for x in leaves:
-                if type(x) is Tensor:
-                    tensors += 1
+                if seen is not None and type(x) is Tensor:
                     node = seen.get(id(x))
                     if node is None:
                         node = seen[id(x)] = _fresh(x, bit, where)
@@ -127,7 +129,6 @@ class _Traced:
             self.trees.append((leaves, treedef))
             self.inputs.append(ins)
             new_args[n] = tree_unflatten(treedef, ins)
-        self.tied = len(seen) < tensors
         token = _depth.set(depth + 1)
         level_token = _level.set(level + 1)
         enabled = _grad_mask.set(-1)  # record inside f even under an outer no_grad()
@@ -163,17 +164,17 @@ class _Traced:
             seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
             leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
         results = []
-        made: dict[int, Any] = {}  # tied leaves: the one gradient, the same object at each place
+        made: dict[int, Any] | None = {} if self.tied else None  # tied: one gradient, the same object at each place
         for (orig, treedef), ins in zip(self.trees, self.inputs):
             grads = []
             for x, t in zip(orig, ins):
-                if self.tied and t._seq in made:
+                if made is not None and t._seq in made:
                     grads.append(made[t._seq])
                     continue
                 hit = leaves.get(t._seq)
                 ct = hit[1] if hit is not None else np.zeros_like(t._data)
                 g = _output(t, ct, x, nested)
-                if self.tied:
+                if made is not None:
                     made[t._seq] = g
                 grads.append(g)
             results.append(tree_unflatten(treedef, grads))
