@@ -108,27 +108,18 @@ class _Traced:
         self.trees = []
         self.inputs = []
         new_args = list(args)
-        flat = []
-        for n in nums:
-            flat.append(tree_flatten(args[n]))
-        every = flat[0][0] if len(flat) == 1 else [x for leaves, _ in flat for x in leaves]
-        # One Tensor object in several leaves (tied weights) is one variable: one input node for
-        # all its places, so each place gets the total gradient, as its one .grad does.
-        seen: dict[int, Tensor] | None = {} if len(set(map(id, every))) < len(every) else None
-        self.tied = seen is not None
-        for n, (leaves, treedef) in zip(nums, flat):  # (loops, not comprehensions: no call of their own in 3.11)
+        for n in nums:  # (loops, not comprehensions: no call of their own in Python 3.11)
+            leaves, treedef = tree_flatten(args[n])
             ins = []
             for x in leaves:
-                if seen is not None and type(x) is Tensor:
-                    node = seen.get(id(x))
-                    if node is None:
-                        node = seen[id(x)] = _fresh(x, bit, where)
-                    ins.append(node)
-                else:
-                    ins.append(_fresh(x, bit, where))
+                ins.append(_fresh(x, bit, where))
             self.trees.append((leaves, treedef))
             self.inputs.append(ins)
             new_args[n] = tree_unflatten(treedef, ins)
+        every = leaves if len(nums) == 1 else [x for leaves, _ in self.trees for x in leaves]
+        self.tied = len(every) > 1 and len(set(map(id, every))) < len(every)
+        if self.tied:
+            self._tie(nums, new_args)
         token = _depth.set(depth + 1)
         level_token = _level.set(level + 1)
         enabled = _grad_mask.set(-1)  # record inside f even under an outer no_grad()
@@ -139,6 +130,16 @@ class _Traced:
             _level.reset(level_token)
             _depth.reset(token)
         self.single = isinstance(argnums, int)
+
+    def _tie(self, nums: tuple[int, ...], new_args: list[Any]) -> None:
+        """One Tensor object at several leaves (tied weights) is one variable: one input node for all
+        its places, so each place gets the total gradient, as its one ``.grad`` does."""
+        first: dict[int, Tensor] = {}
+        for n, (leaves, treedef), ins in zip(nums, self.trees, self.inputs):
+            for i, x in enumerate(leaves):
+                if type(x) is Tensor:
+                    ins[i] = first.setdefault(id(x), ins[i])
+            new_args[n] = tree_unflatten(treedef, ins)
 
     def pull_back(self, roots: list[Any], seeds: list[Any]) -> Any:
         """Cotangents for each differentiated argument, in its own pytree structure."""
