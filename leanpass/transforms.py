@@ -250,6 +250,8 @@ def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: boo
 
     Arguments may be pytrees (dict / list / tuple nests) of Tensors, arrays or floats; the
     gradient comes back in the same structure, a Tensor for a Tensor and an array otherwise.
+    One Tensor at several places of the differentiated arguments (tied weights) is one variable:
+    each place gets the total gradient, as its ``.grad`` does after ``backward()``.
     ``grad`` composes: ``grad(grad(f))`` is the second derivative.
 
     >>> grad(lambda x: x ** 3)(2.0)
