@@ -426,8 +426,8 @@ def _check_tied(first: tuple[Any, int, int], then: tuple[Any, int, int], primals
     if first[0] is then[0]:
         return
     a, b = (t._data if type(t) is Tensor else t for t in (first[0], then[0]))
-    try:
-        same = bool(np.array_equal(a, b))
+    try:  # (tangents being differentiated must be one object: each would have a derivative of its own)
+        same = not any(type(t) is Tensor and t._trace for t in (first[0], then[0])) and bool(np.array_equal(a, b))
     except (TypeError, ValueError):  # values not known here (a stand-in of vmap or jit)
         same = False
     if not same:
@@ -437,8 +437,9 @@ def _check_tied(first: tuple[Any, int, int], then: tuple[Any, int, int], primals
                  for _, i, j in (first, then)]
         raise ValueError(
             f"jvp: {where[0]} and {where[1]} are the same Tensor (tied weights: one variable), but the "
-            "tangents given for them differ. Give it the same tangent at each place, or make the places "
-            "separate Tensors to move them independently."
+            "tangents given for them differ. Give it the same tangent at each place (the same object, for a "
+            "tangent that is itself being differentiated), or make the places separate Tensors to move them "
+            "independently."
         )
 
 

@@ -199,8 +199,15 @@ def param_count(tree: Any) -> int:
     (8, 6)
     """
     leaves, _ = tree_flatten(tree)
-    once = {id(x): x for x in leaves if type(x) is Tensor}
-    return int(sum(math.prod(_leaf_shape(x)) for x in [*once.values(), *(x for x in leaves if type(x) is not Tensor)]))
+    seen: set[int] = set()
+    total = 0
+    for x in leaves:
+        if type(x) is Tensor:
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+        total += math.prod(_leaf_shape(x))
+    return int(total)
 
 
 def trainable(tree: Any, requires_grad: bool = True) -> Any:

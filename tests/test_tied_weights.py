@@ -107,6 +107,11 @@ def test_jvp_moves_a_tied_tensor_in_its_one_direction():
         lp.jvp(g, (tied(w),), ({"a": v, "b": np.zeros(3)},))
     with pytest.raises(ValueError, match=r"primals\[0\] and primals\[1\] are the same Tensor"):
         lp.jvp(lambda x, y: x * y, (w, w), (v, np.zeros(3)))
+    # a tangent being differentiated: one object at both places (two would each need a derivative of their own)
+    outer = lp.grad(lambda u: lp.hvp(g)(tied(w), tied(u))["a"].sum())(v)
+    np.testing.assert_allclose(outer, lp.grad(lambda u: lp.hvp(as_one(g))(W, u).sum())(v), rtol=1e-12)
+    with pytest.raises(ValueError, match="the same object, for a tangent that is itself being differentiated"):
+        lp.grad(lambda u: lp.hvp(g)(tied(w), {"a": u, "b": u * 1.0})["a"].sum())(v)
 
 
 def test_vmap_of_grad_keeps_a_mapped_tied_tensor_tied():
