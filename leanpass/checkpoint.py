@@ -1,7 +1,8 @@
 """Saving and loading pytrees of parameters: ``leanpass.save(path, tree)`` and ``leanpass.load(path)``.
 
 A checkpoint is a NumPy ``.npz`` file: one array per leaf (Tensors, arrays, Python numbers and
-strings), plus the tree's structure as JSON text. Loading reads each ``.npy`` record itself,
+strings), plus the tree's structure as JSON text. A Tensor at several leaves (tied weights) is
+stored once and loads as one Tensor again. Loading reads each ``.npy`` record itself,
 never unpickling, and checks every size a file declares against the bytes it holds before
 allocating anything; it rebuilds containers only from a fixed set (dict, list, tuple, None and
 the pytree classes registered with LeanPass, such as the ``leanpass.nn`` modules and optimizer

@@ -198,7 +198,8 @@ def test_a_checkpoint_stores_a_tied_tensor_once_and_loads_it_tied(tmp_path):
     lp.save(path, tree)
     with zipfile.ZipFile(path) as zf:
         assert sorted(zf.namelist()) == ["__leanpass__.npy", "leaf_0.npy", "leaf_1.npy", "leaf_3.npy"]
-    for loaded in (lp.load(path), lp.load(path, like=tree)):
+    untied = {"embed": lp.Tensor(w.data), "layers": [lp.Tensor(np.ones(2)), lp.Tensor(w.data)], "step": 0}
+    for loaded in (lp.load(path), lp.load(path, like=tree), lp.load(path, like=untied)):  # the file's ties
         assert loaded["embed"] is loaded["layers"][1]
         assert loaded["embed"].requires_grad
         np.testing.assert_array_equal(loaded["embed"].data, w.data)
