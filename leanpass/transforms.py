@@ -169,15 +169,11 @@ class _Traced:
         for (orig, treedef), ins in zip(self.trees, self.inputs):
             grads = []
             for x, t in zip(orig, ins):
-                if made is not None and t._seq in made:
-                    grads.append(made[t._seq])
-                    continue
                 hit = leaves.get(t._seq)
                 ct = hit[1] if hit is not None else np.zeros_like(t._data)
-                g = _output(t, ct, x, nested)
-                if made is not None:
-                    made[t._seq] = g
-                grads.append(g)
+                grads.append(_output(t, ct, x, nested))
+            if made is not None:
+                grads = [made.setdefault(t._seq, g) for t, g in zip(ins, grads)]
             results.append(tree_unflatten(treedef, grads))
         return results[0] if self.single else tuple(results)
 
