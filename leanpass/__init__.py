@@ -100,7 +100,7 @@ del np
 # The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that
 # `import leanpass` stays cheap for code that only differentiates.
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
-         "save": "checkpoint", "load": "checkpoint",
+         "save": "checkpoint", "load": "checkpoint", "CheckpointError": "checkpoint",
          "vmap": "batching"}
 _LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
 _LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
@@ -115,7 +115,7 @@ _LAZY.update({"to_dot": "graph", "draw_graph": "graph", "debug_nans": "debug"}) 
 if TYPE_CHECKING:
     from . import data, datasets, linalg, losses, nn, optim, special, stats
     from .batching import vmap
-    from .checkpoint import load, save
+    from .checkpoint import CheckpointError, load, save
     from .convolution import (
         avg_pool1d,
         avg_pool2d,
@@ -147,7 +147,7 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load"]
+__all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load", "CheckpointError"]
 __all__ += ["vmap"]
 __all__ += ["linalg", "special", "stats"]
 __all__ += ["jit"]

@@ -813,13 +813,69 @@ def _show(axes: Any) -> str:
 
 
 def _paths(td: TreeDef, where: str) -> list[str]:
+    """The names of ``td``'s leaves for messages: ``args[0]['w']``, ``args[0].layers[0].weight``."""
     if td.kind is None:
         return [where]
     if td.kind is dict:
         keys = [f"[{k!r}]" for k in td.meta]
-    else:
+    elif td.kind in (list, tuple):
         keys = [f"[{i}]" for i in range(len(td.children))]
+    else:  # a module: its fields' names (the error path only: nn loads here)
+        from .checkpoint import _child_names
+
+        keys = _child_names(td.kind, len(td.children))
     return [p for k, c in zip(keys, td.children) for p in _paths(c, where + k)]
+
+
+def _sizes_differ(td: TreeDef, kwargs: dict[str, Any], leaves: list[Any], axes: list[Any],
+                  axes_tree: Any) -> ValueError:
+    """The error for mapped axes of different sizes: what each argument has, and the ``in_axes`` that
+    maps only the arguments that agree on the batch size (the others look shared: parameters, say)."""
+    names = _paths(td, "args")
+    owners = [f"args[{k}]" for k, child in enumerate(td.children) for _ in range(_count(child))]
+    if kwargs:
+        k_td = tree_flatten(kwargs)[1]
+        names += _paths(k_td, "kwargs")
+        owners += [f"kwargs[{key!r}]" for key, child in zip(k_td.meta, k_td.children) for _ in range(_count(child))]
+    groups: dict[str, list[tuple[str, int, int]]] = {}  # argument -> (leaf, size, axis) of each mapped leaf
+    for name, owner, x, ax in zip(names, owners, leaves, axes):
+        shape = np.shape(x._data if type(x) is Tensor else x)
+        if ax is not None and -len(shape) <= ax < len(shape):
+            groups.setdefault(owner, []).append((name, shape[ax], ax))
+    sizes = {owner: sorted({n for _, n, _ in g}) for owner, g in groups.items()}
+    agreed = [s[0] for s in sizes.values() if len(s) == 1]
+    # The batch size: the one most arguments agree on (on a tie, the later one's: data comes after parameters).
+    batch = max(reversed(agreed), key=agreed.count) if agreed else None
+    tie = batch is not None and sum(agreed.count(n) == agreed.count(batch) for n in set(agreed)) > 1
+    said = []
+    for owner, g in groups.items():
+        if len(sizes[owner]) == 1:
+            said.append(f"{owner} has size {g[0][1]} along axis {g[0][2]}")
+        else:
+            firsts = {n: f"{name} has size {n} along axis {ax}" for name, n, ax in reversed(g)}
+            said.append(f"{owner} has leaves of sizes {', '.join(map(str, sizes[owner]))} "
+                        f"({'; '.join(firsts[n] for n in sizes[owner])})")
+    message = (f"vmap: mapped axes have different sizes: {'; '.join(said)}. Every mapped argument needs the same "
+               "batch size.")
+    shared = [owner for owner in groups if sizes[owner] != [batch]]
+    positional = [o for o in shared if o.startswith("args")]
+    if positional and len(shared) < len(groups):
+        entries = []
+        for k in range(len(td.children)):
+            given = axes_tree[k] if type(axes_tree) is tuple else axes_tree
+            entries.append("None" if f"args[{k}]" in positional else repr(given))
+        suggestion = f"in_axes=({', '.join(entries)}{',' if len(entries) == 1 else ''})"
+        if tie:
+            message += (" Map with None the arguments that are the same for every example (parameters, say): "
+                        f"for a batch of size {batch}, {suggestion}.")
+        else:
+            it = "it" if len(positional) == 1 else "them"
+            message += (f" If {' and '.join(positional)} {'is' if it == 'it' else 'are'} the same for every example "
+                        f"(parameters, say), do not map {it}: {suggestion} maps only the arguments of batch size "
+                        f"{batch}.")
+    if any(o.startswith("kwargs") for o in (groups if tie else shared)):
+        message += " Keyword arguments are always mapped over their axis 0: pass a shared one positionally, with None."
+    return ValueError(message)
 
 
 def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
@@ -856,7 +912,6 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
             k_leaves, k_td = tree_flatten(kwargs)
             leaves, axes = leaves + k_leaves, axes + [0] * len(k_leaves)
         size = None
-        first = -1
         for i, (x, ax) in enumerate(zip(leaves, axes)):
             if ax is None:
                 continue
@@ -868,19 +923,26 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
                 )
             n = shape[ax]
             if size is None:
-                size, first = n, i
+                size = n
             elif n != size:
-                raise ValueError(
-                    f"vmap: mapped axes have different sizes: {_arg_name(td, kwargs, first)} has size {size} "
-                    f"along axis {axes[first]}, but {_arg_name(td, kwargs, i)} has size {n} along axis {ax}. "
-                    "Every mapped argument needs the same batch size."
-                )
+                raise _sizes_differ(td, kwargs, leaves, axes, axes_tree)
         if size is None:
             raise ValueError("vmap: in_axes maps no argument (all None); map at least one axis")
         lvl = Level(size, engine._level.get())
         ins = []
+        entered: dict[tuple[int, int], Any] = {}  # a Tensor at several places (tied): entered once
         for x, ax in zip(leaves, axes):
-            ins.append(x if ax is None else _enter(x, ax % np.ndim(x._data if type(x) is Tensor else x), lvl))
+            if ax is None:
+                ins.append(x)
+                continue
+            ax %= np.ndim(x._data if type(x) is Tensor else x)
+            if type(x) is Tensor:
+                key = (id(x), ax)
+                if key not in entered:
+                    entered[key] = _enter(x, ax, lvl)
+                ins.append(entered[key])
+            else:
+                ins.append(_enter(x, ax, lvl))
         n_args = _count(td)
         new_kwargs = tree_unflatten(k_td, ins[n_args:]) if kwargs else {}
         out = f(*tree_unflatten(td, ins[:n_args]), **new_kwargs)

@@ -1,7 +1,8 @@
 """Saving and loading pytrees of parameters: ``leanpass.save(path, tree)`` and ``leanpass.load(path)``.
 
 A checkpoint is a NumPy ``.npz`` file: one array per leaf (Tensors, arrays, Python numbers and
-strings), plus the tree's structure as JSON text. Loading reads each ``.npy`` record itself,
+strings), plus the tree's structure as JSON text. A Tensor at several leaves (tied weights) is
+stored once and loads as one Tensor again. Loading reads each ``.npy`` record itself,
 never unpickling, and checks every size a file declares against the bytes it holds before
 allocating anything; it rebuilds containers only from a fixed set (dict, list, tuple, None and
 the pytree classes registered with LeanPass, such as the ``leanpass.nn`` modules and optimizer
@@ -44,6 +45,7 @@ __all__ = ["save", "load", "CheckpointError"]
 
 _FORMAT = "leanpass-checkpoint"
 _VERSION = 1
+_TIED_VERSION = 2  # a file in which one Tensor fills several leaves (stored once): older readers refuse it
 _HEADER = "__leanpass__"
 _NONE = type(None)
 _KINDS = "biufcUS"  # the dtype kinds a checkpoint stores (no objects: nothing is unpickled)
@@ -342,15 +344,23 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
     paths: list[str] = []
     structure = _encode(treedef, "", paths)
     arrays: dict[str, np.ndarray] = {}
-    infos = []
+    infos: list[dict[str, Any]] = []
+    first: dict[int, int] = {}  # a Tensor at several leaves (tied weights) is stored once: id -> its leaf
     for i, (leaf, where) in enumerate(zip(leaves, paths)):
+        j = first.setdefault(id(leaf), i) if type(leaf) is Tensor else i
+        if j < i:
+            info = {k: v for k, v in infos[j].items() if k != "path"}
+            info.update(path=where, same_as=j)
+            infos.append(info)
+            continue
         info, arr = _leaf_record(leaf, where)
         info["path"] = where
         infos.append(info)
         arrays[f"leaf_{i}"] = arr
     if _depth(structure) > _MAX_DEPTH:
         raise ValueError(f"save: the tree nests containers more than {_MAX_DEPTH} levels deep; flatten it first")
-    header = json.dumps({"format": _FORMAT, "version": _VERSION, "structure": structure, "leaves": infos})
+    version = _VERSION if len(arrays) == len(leaves) else _TIED_VERSION
+    header = json.dumps({"format": _FORMAT, "version": version, "structure": structure, "leaves": infos})
     arrays[_HEADER] = np.frombuffer(header.encode("utf-8"), dtype=np.uint8)
     directory = target.parent
     if not directory.is_dir():
@@ -454,10 +464,10 @@ def _read_array(zf: zipfile.ZipFile, name: str) -> np.ndarray:
 def _check_header(header: Any) -> None:
     if not isinstance(header, dict) or header.get("format") != _FORMAT:
         raise CheckpointError("load: not a LeanPass checkpoint (its header is not LeanPass's)")
-    if header.get("version") != _VERSION:
+    if header.get("version") not in (_VERSION, _TIED_VERSION):
         raise CheckpointError(
             f"load: this is checkpoint format version {header.get('version')!r}; this LeanPass "
-            f"reads version {_VERSION}. Upgrade leanpass."
+            f"reads versions {_VERSION} and {_TIED_VERSION}. Upgrade leanpass."
         )
     leaves, structure = header.get("leaves"), header.get("structure")
     if not isinstance(leaves, list) or not all(isinstance(i, dict) for i in leaves) or not isinstance(structure, dict):
@@ -508,8 +518,11 @@ def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
                 raise _CorruptError("its header record is not text")
             header = json.loads(raw.tobytes().decode("utf-8"))
             _check_header(header)
-            arrays = []
+            arrays: list[np.ndarray] = []
             for i, info in enumerate(header["leaves"]):
+                if "same_as" in info:  # a tied Tensor: the array of an earlier leaf
+                    arrays.append(arrays[_tied_to(header["leaves"], i)])
+                    continue
                 arr = _read_array(zf, f"leaf_{i}.npy")
                 declared = (info.get("shape"), info.get("dtype"))
                 if declared != (None, None) and declared != (list(arr.shape), arr.dtype.str):
@@ -524,6 +537,16 @@ def _read(target: Path) -> tuple[dict[str, Any], list[np.ndarray]]:
             "Restore it from a backup or save it again."
         ) from None
     return header, arrays
+
+
+def _tied_to(infos: list[dict[str, Any]], i: int) -> int:
+    """The earlier leaf whose Tensor leaf ``i`` is (``same_as``), checked: a file is not trusted."""
+    j, info = infos[i]["same_as"], infos[i]
+    if type(j) is not int or not 0 <= j < i or "same_as" in infos[j] or infos[j].get("type") != "Tensor":
+        raise _CorruptError(f"leaf {i} refers to leaf {j!r}, which is not an earlier stored Tensor")
+    if info.get("type") != "Tensor" or any(info.get(k) != infos[j].get(k) for k in ("shape", "dtype", "requires_grad")):
+        raise _CorruptError(f"leaf {i} is declared the same Tensor as leaf {j} but differs from it")
+    return j
 
 
 def load(path: str | os.PathLike[str], like: Any = None) -> Any:
@@ -558,7 +581,12 @@ def load(path: str | os.PathLike[str], like: Any = None) -> Any:
 def _rebuild(header: dict[str, Any], arrays: list[np.ndarray], like: Any) -> Any:
     infos = header["leaves"]
     structure = header["structure"]
-    leaves = [_rebuild_leaf(info, arr, str(info.get("path", i))) for i, (info, arr) in enumerate(zip(infos, arrays))]
+    leaves: list[Any] = []
+    for i, (info, arr) in enumerate(zip(infos, arrays)):
+        if "same_as" in info:  # a tied Tensor: the same object at each of its leaves
+            leaves.append(leaves[info["same_as"]])
+        else:
+            leaves.append(_rebuild_leaf(info, arr, str(info.get("path", i))))
     if like is None:
         return tree_unflatten(_decode(structure, ""), leaves)
     like_leaves, like_def = tree_flatten(like)
@@ -579,4 +607,26 @@ def _rebuild(header: dict[str, Any], arrays: list[np.ndarray], like: Any) -> Any
                 f"load: the checkpoint does not match the template: at {where}: dtype {arr.dtype} in the file, "
                 f"{ref_arr.dtype} in the template (build the template with the dtype you saved)"
             )
+    _tie_like(like_leaves, like_paths, leaves)
     return tree_unflatten(like_def, leaves)
+
+
+def _tie_like(like_leaves: list[Any], paths: list[str], leaves: list[Any]) -> None:
+    """Where the template holds one Tensor at several leaves (tied weights), so does the result: the
+    file's values there must be the same (a file saved untied), else a CheckpointError."""
+    if len(set(map(id, like_leaves))) == len(like_leaves):
+        return
+    first: dict[int, int] = {}
+    for i, ref in enumerate(like_leaves):
+        j = first.setdefault(id(ref), i) if type(ref) is Tensor else i
+        if j == i or leaves[i] is leaves[j]:
+            continue
+        a, b = leaves[j], leaves[i]
+        if not (type(a) is Tensor and type(b) is Tensor and a.requires_grad == b.requires_grad
+                and a.dtype == b.dtype and a.shape == b.shape and a._data.tobytes() == b._data.tobytes()):
+            raise CheckpointError(
+                f"load: the template holds one Tensor at {paths[j]} and {paths[i]} (tied weights), but the "
+                "checkpoint holds different values there. Load it into an untied template, or tie the weights "
+                "after loading."
+            )
+        leaves[i] = a

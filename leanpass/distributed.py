@@ -497,6 +497,11 @@ class _Flat:
                 built.append(_const(a))
             else:
                 built.append(_rebuild(x, a))
+        if len(set(map(id, self.leaves))) < len(self.leaves):  # a Tensor at several leaves (tied): one again
+            first: dict[int, int] = {}
+            for i, x in enumerate(self.leaves):
+                if type(x) is Tensor:
+                    built[i] = built[first.setdefault(id(x), i)]
         return tree_unflatten(self.treedef, built)
 
 

@@ -420,6 +420,29 @@ def _tangent_seed(primal: Tensor, tangent: Any, arg: int, nested: bool) -> Any:
     return t
 
 
+def _check_tied(first: tuple[Any, int, int], then: tuple[Any, int, int], primals: Sequence[Any]) -> None:
+    """The tangents given for one Tensor at several places of the primals (``(tangent, argument,
+    leaf)`` each) must be the same: a tied Tensor is one variable, moved in one direction."""
+    if first[0] is then[0]:
+        return
+    a, b = (t._data if type(t) is Tensor else t for t in (first[0], then[0]))
+    try:  # (tangents being differentiated must be one object: each would have a derivative of its own)
+        same = not any(type(t) is Tensor and t._trace for t in (first[0], then[0])) and bool(np.array_equal(a, b))
+    except (TypeError, ValueError):  # values not known here (a stand-in of vmap or jit)
+        same = False
+    if not same:
+        from .optim import _leaf_paths  # (the error path only)
+
+        where = [f"primals[{i}]{_leaf_paths(tree_flatten(primals[i])[1])[j].replace('<root>', '')}"
+                 for _, i, j in (first, then)]
+        raise ValueError(
+            f"jvp: {where[0]} and {where[1]} are the same Tensor (tied weights: one variable), but the "
+            "tangents given for them differ. Give it the same tangent at each place (the same object, for a "
+            "tangent that is itself being differentiated), or make the places separate Tensors to move them "
+            "independently."
+        )
+
+
 def _output_tangent(out: Any, t: Any, nested: bool) -> Any:
     """The tangent of one output leaf, in the output's form: a Tensor for a Tensor."""
     if t is None:
@@ -466,8 +489,13 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
     frame = _Frame(2 << _level.get(), nested)  # (the bit _Traced gives the inputs)
 
     def run(*args: Any) -> Any:  # f on the fresh inputs, with their tangents pushed alongside
+        seeded: dict[int, tuple[Any, int, int]] = {}  # a tied input (one Tensor in several places): one tangent
         for i, (arg, leaves) in enumerate(zip(args, t_leaves)):
-            for x, leaf in zip(tree_flatten(arg)[0], leaves):
+            for j, (x, leaf) in enumerate(zip(tree_flatten(arg)[0], leaves)):
+                if x._seq in seeded:
+                    _check_tied(seeded[x._seq], (leaf, i, j), primals)
+                    continue
+                seeded[x._seq] = (leaf, i, j)
                 frame.seed(x, _tangent_seed(x, leaf, i, nested))
         token = _start(frame)
         try:

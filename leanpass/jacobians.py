@@ -146,15 +146,22 @@ def jacfwd(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -
     >>> jacfwd(lambda x, y: x * y, argnums=(0, 1))(2.0, 3.0)
     (array(3.), array(2.))
     """
+    return _jacfwd(f, argnums, has_aux, "jacfwd")
 
+
+def _jacfwd(f: Callable[..., Any], argnums: Argnums, has_aux: bool, where: str) -> Callable[..., Any]:
     @functools.wraps(f)
     def jac(*args: Any, **kwargs: Any) -> Any:
-        tr = _Traced(f, args, kwargs, argnums, "jacfwd")
-        out, aux, out_leaves, out_def = _outputs(tr, has_aux, "jacfwd")
+        tr = _Traced(f, args, kwargs, argnums, where)
+        out, aux, out_leaves, out_def = _outputs(tr, has_aux, where)
         sweep = Sweep(out_leaves, tr.bit, tr.nested, tr.level)
         cols: dict[tuple[int, int], list[Any]] = {}  # (argument, leaf) -> [column per element] per output
+        pushed_for: dict[int, list[list[Any]]] = {}  # a tied input (one node in several places): pushed once
         for k, ins in enumerate(tr.inputs):
             for i, x in enumerate(ins):
+                if x._seq in pushed_for:
+                    cols[k, i] = pushed_for[x._seq]
+                    continue
                 data = x._data
                 per_out: list[list[Any]] = [[] for _ in out_leaves]
                 unit = np.zeros(data.size, data.dtype)
@@ -165,7 +172,7 @@ def jacfwd(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -
                     for o, leaf in enumerate(out_leaves):
                         t = pushed.get(leaf._seq) if type(leaf) is Tensor else None
                         per_out[o].append(np.zeros(np.shape(_data(leaf)), data.dtype) if t is None else t)
-                cols[k, i] = per_out
+                cols[k, i] = pushed_for[x._seq] = per_out
 
         def block(o: int, k: int, i: int) -> Any:
             x = tr.inputs[k][i]
@@ -194,7 +201,7 @@ def hessian(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) 
     >>> float(h["x"]["x"]), float(h["x"]["y"]), float(h["y"]["y"])
     (4.0, 2.0, 0.0)
     """
-    return jacfwd(jacrev(f, argnums, has_aux), argnums, has_aux)
+    return _jacfwd(_jacrev(f, argnums, has_aux, "hessian"), argnums, has_aux, "hessian")
 
 
 def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:

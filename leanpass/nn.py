@@ -192,11 +192,22 @@ def _leaf_dtype(x: Any) -> str:
 def param_count(tree: Any) -> int:
     """The number of scalar parameters in a pytree (a model, a dict of Tensors, ...).
 
-    >>> param_count({"w": Tensor(np.zeros((3, 2))), "b": Tensor(np.zeros(2))})
-    8
+    A Tensor at several places (tied weights) is one parameter, counted once.
+
+    >>> w = Tensor(np.zeros((3, 2)))
+    >>> param_count({"w": w, "b": Tensor(np.zeros(2))}), param_count({"enc": w, "dec": w})
+    (8, 6)
     """
     leaves, _ = tree_flatten(tree)
-    return int(sum(math.prod(_leaf_shape(x)) for x in leaves))
+    seen: set[int] = set()
+    total = 0
+    for x in leaves:
+        if type(x) is Tensor:
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+        total += math.prod(_leaf_shape(x))
+    return int(total)
 
 
 def trainable(tree: Any, requires_grad: bool = True) -> Any:

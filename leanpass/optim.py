@@ -327,7 +327,9 @@ def apply_updates(params: Any, updates: Any) -> Any:
     """New parameters ``params + updates``, leaf by leaf; the old ones are unchanged.
 
     A Tensor parameter gives a new Tensor of the same dtype (with ``requires_grad`` kept, for the
-    eager style); an array gives an array.
+    eager style); an array gives an array. A Tensor at several places of ``params`` (tied weights)
+    gives one new Tensor at those places; their updates must be the same (as the optimizers make
+    them from the gradients ``grad`` and ``collect_grads`` give), else a ValueError.
 
     >>> apply_updates({"w": Tensor([1.0], dtype=np.float32)}, {"w": np.array([0.5], dtype=np.float32)})
     {'w': Tensor([1.5], dtype=float32)}
@@ -340,7 +342,16 @@ def apply_updates(params: Any, updates: Any) -> Any:
             "that opt.update returned for these params."
         )
     out: list[Any] = []
+    tied: dict[int, int] | None = None  # a Tensor at several places: id -> its first place
+    if len(set(map(id, p_leaves))) < len(p_leaves):
+        tied = {}
     for p, u in zip(p_leaves, u_leaves):
+        if tied is not None and type(p) is Tensor:
+            j = tied.setdefault(id(p), len(out))
+            if j < len(out):  # met before: its new Tensor again, for the same update
+                _check_tied(u_leaves[j], u, pdef, j, len(out))
+                out.append(out[j])
+                continue
         data = p._data if type(p) is Tensor else _raw(p)
         u = u._data if type(u) is Tensor else u
         if type(u) is not np.ndarray or u.dtype is not data.dtype:  # (the usual case needs no getattr)
@@ -360,6 +371,17 @@ def apply_updates(params: Any, updates: Any) -> Any:
         else:
             out.append(type(p)(new) if isinstance(p, (int, float)) else new)
     return tree_unflatten(pdef, out)
+
+
+def _check_tied(before: Any, u: Any, pdef: Any, j: int, i: int) -> None:
+    """For ``apply_updates``: the updates at places ``j`` and ``i`` of one Tensor must be the same."""
+    if before is not u and not np.array_equal(_raw(before), _raw(u)):
+        paths = _leaf_paths(pdef)
+        raise ValueError(
+            f"apply_updates: the parameters at {paths[j]} and {paths[i]} are one Tensor (tied weights), but "
+            "their updates differ, so they cannot stay one. Update them with the gradients leanpass.grad "
+            "or optim.collect_grads gives (the same total at each place), or make them separate Tensors."
+        )
 
 
 def global_norm(tree: Any) -> float:
@@ -384,6 +406,8 @@ def clip_by_global_norm(max_norm: float) -> Optimizer:
     """A gradient transformation that rescales the gradients when their global norm exceeds ``max_norm``.
 
     Use it in front of an optimizer with ``chain``: ``chain(clip_by_global_norm(1.0), adam(1e-3))``.
+    Given ``params``, a Tensor at several places of them (tied weights) counts once in the norm,
+    as the one parameter it is.
 
     >>> clip = clip_by_global_norm(1.0)
     >>> clipped, _ = clip.update([np.array([3.0]), np.array([4.0])], clip.init(None))
@@ -399,7 +423,7 @@ def clip_by_global_norm(max_norm: float) -> Optimizer:
     def update(grads: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
         leaves, treedef = tree_flatten(grads)
         arrays = [_raw(x) for x in leaves]
-        norm = _norm(arrays)
+        norm = _norm(arrays if params is None else _once(arrays, params))
         if type(norm) is not np.float64:  # traced by lp.jit: no branch on the value (x * 1 is x)
             scale = np.minimum(np.float64(1.0), np.float64(max_norm) / norm)
             return tree_unflatten(treedef, [a * scale.astype(a.dtype) for a in arrays]), state
@@ -409,6 +433,22 @@ def clip_by_global_norm(max_norm: float) -> Optimizer:
         return tree_unflatten(treedef, [a * scale.astype(a.dtype) for a in arrays]), state
 
     return Optimizer(init, update)
+
+
+def _once(arrays: list[Any], params: Any) -> list[Any]:
+    """``arrays`` (one per leaf of ``params``) without the places where a Tensor of ``params`` repeats."""
+    p_leaves, _ = tree_flatten(params)
+    if len(set(map(id, p_leaves))) == len(p_leaves) or len(p_leaves) != len(arrays):
+        return arrays
+    seen: set[int] = set()
+    out = []
+    for a, p in zip(arrays, p_leaves):
+        if type(p) is Tensor:
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+        out.append(a)
+    return out
 
 
 def chain(*transforms: Optimizer) -> Optimizer:

@@ -260,17 +260,22 @@ def _scipy_hint() -> str | None:
     """When SciPy code is converting a Tensor (``np.asarray(t)`` inside ``scipy.stats.norm.logpdf``),
     the message naming the SciPy function the user called and the LeanPass one to call instead.
 
-    For ``Tensor.__array__``'s error path: it looks up the call stack for the outermost frame of
-    a ``scipy`` module (the function the user called), and returns None when there is none.
+    For ``Tensor.__array__``'s error path: it looks up the call stack for the SciPy code nearest
+    the conversion and takes the outermost frame of that run of ``scipy`` (and NumPy) frames: the
+    SciPy function the user's code called, not one further out that called the user's code (an
+    objective passed to ``scipy.optimize.minimize``). It returns None when there is none.
 
     >>> _scipy_hint() is None
     True
     """
-    frame: Any = sys._getframe(1)
+    frame: Any = sys._getframe(2)  # (above the caller: the converting __array__, when it is not LeanPass's)
     outer = None
     while frame is not None:
-        if str(frame.f_globals.get("__name__", "")).startswith("scipy."):
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.startswith("scipy."):
             outer = frame
+        elif not module.startswith(("numpy", "leanpass")):  # the code that called SciPy (or no SciPy)
+            break
         frame = frame.f_back
     if outer is None:
         return None

@@ -343,6 +343,29 @@ class Tensor:
             extra += f", op={self._op!r}"
         return f"Tensor({body}{extra})"
 
+    def __format__(self, spec: str) -> str:
+        """``f"{t:.3f}"``: a 0-d Tensor formats its value, as a NumPy scalar or 0-d array does;
+        any other raises for a non-empty spec, as a NumPy array does (``f"{t}"`` is ``str(t)``).
+
+        >>> f"{Tensor(2.0) / 3:.3f}"
+        '0.667'
+        """
+        if not spec:
+            return str(self)
+        data = self._data
+        if getattr(data, "_lp_traced", False):
+            raise TypeError(
+                f"format(t, {spec!r}): the Tensor holds a value traced by lp.jit or lp.vmap, which has no "
+                "single value to format while it is traced. Return it from the function and format the result."
+            )
+        if np.ndim(data) == 0:
+            return format(np.asarray(data)[()], spec)
+        raise TypeError(
+            f"unsupported format string passed to Tensor.__format__: a Tensor of shape {np.shape(data)} has no "
+            f"single value to format with {spec!r} (NumPy arrays neither). Format t.item() of a one-element "
+            "Tensor, or the values with np.array2string(t.numpy(), formatter=...)."
+        )
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if self._trace:
             raise _escape(self, "np.asarray(t)")
@@ -841,8 +864,7 @@ class ConversionError(TypeError):
 
 def _escape(t: Tensor, what: str) -> ConversionError:
     """The error for ``what`` (``float(t)``, ``np.asarray(t)``, ...) on a Tensor being differentiated."""
-    where = ("is being differentiated (inside grad / value_and_grad / vjp / jacobian)" if t._trace > 1
-             else "requires grad")
+    where = f"is being differentiated ({_transforms_running(t)})" if t._trace > 1 else "requires grad"
     caller = _foreign_caller()
     if caller is not None and caller.startswith("scipy"):
         from .special import _scipy_hint  # (the error path only: it walks the stack)
@@ -867,6 +889,39 @@ def _escape(t: Tensor, what: str) -> ConversionError:
         f"constant that silently loses its gradient.{hint} If a constant is meant, use "
         "t.detach() or lp.stop_gradient(t) first; to log a value, read it after the gradient is taken."
     )
+
+
+# Frames of LeanPass functions that run a user's function under a transform, by (module, function):
+# a transform's inputs (``_Traced.__init__``, whose ``where`` names it), and vmap's and hvp's wrappers.
+_WRAPPERS = {("leanpass.batching", "mapped"): "vmap", ("leanpass.jacobians", "product"): "hvp"}
+
+
+def _transforms_running(t: Tensor) -> str:
+    """The transforms that differentiate ``t`` (and the vmaps around them), innermost first, for
+    ``_escape``'s message: ``inside jvp``, ``inside grad, inside vmap``. Found on the call stack."""
+    import sys
+
+    names: list[str] = []
+    start = 0  # names[start:] were found since the last frame of the user's code
+    frame: Any = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        code = frame.f_code.co_name
+        if module == "leanpass.transforms" and code == "__init__" and "where" in frame.f_code.co_varnames:
+            bit = frame.f_locals.get("bit")
+            if isinstance(bit, int) and t._trace & bit:
+                names.append(str(frame.f_locals.get("where")))
+        elif (module, code) in _WRAPPERS:
+            if code == "product":  # hvp: the jvp and grad it runs are part of it
+                del names[start:]
+            names.append(_WRAPPERS[module, code])
+        elif not module.startswith(("leanpass", "numpy")):
+            start = len(names)
+        frame = frame.f_back
+    shown = [n for i, n in enumerate(names) if i == 0 or names[i - 1] != n]  # hessian: jacfwd of jacrev, one name
+    if not shown:
+        return "by a transform such as grad, jvp or jacobian"
+    return "inside " + ", inside ".join(shown)
 
 
 def _foreign_caller() -> str | None:

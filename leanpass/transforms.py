@@ -116,6 +116,10 @@ class _Traced:
             self.trees.append((leaves, treedef))
             self.inputs.append(ins)
             new_args[n] = tree_unflatten(treedef, ins)
+        every = leaves if len(nums) == 1 else [x for leaves, _ in self.trees for x in leaves]
+        self.tied = len(every) > 1 and len(set(map(id, every))) < len(every)
+        if self.tied:
+            self._tie(nums, new_args)
         token = _depth.set(depth + 1)
         level_token = _level.set(level + 1)
         enabled = _grad_mask.set(-1)  # record inside f even under an outer no_grad()
@@ -126,6 +130,16 @@ class _Traced:
             _level.reset(level_token)
             _depth.reset(token)
         self.single = isinstance(argnums, int)
+
+    def _tie(self, nums: tuple[int, ...], new_args: list[Any]) -> None:
+        """One Tensor object at several leaves (tied weights) is one variable: one input node for all
+        its places, so each place gets the total gradient, as its one ``.grad`` does."""
+        first: dict[int, Tensor] = {}
+        for n, (leaves, treedef), ins in zip(nums, self.trees, self.inputs):
+            for i, x in enumerate(leaves):
+                if type(x) is Tensor:
+                    ins[i] = first.setdefault(id(x), ins[i])
+            new_args[n] = tree_unflatten(treedef, ins)
 
     def pull_back(self, roots: list[Any], seeds: list[Any]) -> Any:
         """Cotangents for each differentiated argument, in its own pytree structure."""
@@ -151,12 +165,15 @@ class _Traced:
             seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
             leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
         results = []
+        made: dict[int, Any] | None = {} if self.tied else None  # tied: one gradient, the same object at each place
         for (orig, treedef), ins in zip(self.trees, self.inputs):
             grads = []
             for x, t in zip(orig, ins):
                 hit = leaves.get(t._seq)
                 ct = hit[1] if hit is not None else np.zeros_like(t._data)
                 grads.append(_output(t, ct, x, nested))
+            if made is not None:
+                grads = [made.setdefault(t._seq, g) for t, g in zip(ins, grads)]
             results.append(tree_unflatten(treedef, grads))
         return results[0] if self.single else tuple(results)
 
@@ -229,6 +246,8 @@ def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: boo
 
     Arguments may be pytrees (dict / list / tuple nests) of Tensors, arrays or floats; the
     gradient comes back in the same structure, a Tensor for a Tensor and an array otherwise.
+    One Tensor at several places of the differentiated arguments (tied weights) is one variable:
+    each place gets the total gradient, as its ``.grad`` does after ``backward()``.
     ``grad`` composes: ``grad(grad(f))`` is the second derivative.
 
     >>> grad(lambda x: x ** 3)(2.0)

@@ -279,6 +279,9 @@ def _first_difference(a: TreeDef, b: TreeDef) -> str:
 def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     """Apply ``f`` to each leaf (and the matching leaves of ``rest``), keeping the structure.
 
+    Tied leaves stay tied: where ``tree`` holds one Tensor at several places (and ``rest`` holds
+    the same objects at those places too), ``f`` is called once and its result put at each.
+
     >>> tree_map(lambda x, y: x + y, {"a": 1.0, "b": [2.0]}, {"a": 10.0, "b": [20.0]})
     {'a': 11.0, 'b': [22.0]}
     """
@@ -293,4 +296,18 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
                 "and keys as the first."
             )
         others.append(r_leaves)
-    return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+    if len(set(map(id, leaves))) == len(leaves):  # (the usual case: no leaf object is repeated)
+        return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+    from .tensor import Tensor
+
+    out = []
+    made: dict[tuple[int, ...], Any] = {}  # the ids of a repeated Tensor and its partners -> f's result
+    for xs in zip(leaves, *others):
+        if type(xs[0]) is not Tensor:
+            out.append(f(*xs))
+            continue
+        key = tuple(map(id, xs))
+        if key not in made:
+            made[key] = f(*xs)
+        out.append(made[key])
+    return tree_unflatten(treedef, out)

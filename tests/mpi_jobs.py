@@ -145,6 +145,12 @@ def checks(out: Path) -> None:
                            "err": max(float(np.max(np.abs(a._data - b)))
                                       for a, b in zip(lp.tree_flatten(avg)[0], by_hand))}
 
+    w = lp.Tensor(np.full(3, float(r)), requires_grad=True)  # tied weights: one Tensor at two places
+    tied = distributed.broadcast({"a": w, "b": w}, root=1)
+    tied_grads = distributed.all_reduce_mean(lp.grad(lambda p: (p["a"] * p["b"] * (r + 1)).sum())({"a": w, "b": w}))
+    facts["tied"] = {"broadcast_one": tied["a"] is tied["b"], "broadcast": tied["a"]._data.tolist(),
+                     "mean_one": tied_grads["a"] is tied_grads["b"], "mean": tied_grads["b"]._data.tolist()}
+
     facts["in_sync"] = error_text(lambda: distributed.check_in_sync(model))
     drifted = model
     if r == 1:  # one bit off in one parameter on rank 1

@@ -152,6 +152,12 @@ def test_broadcast_sends_the_roots_values_and_keeps_the_kinds_of_leaf(checks):
         assert got["mine_w_after"] == [[float(c["rank"])] * 3] * 2  # the input is not changed
 
 
+def test_broadcast_and_the_mean_keep_tied_weights_one_tensor(checks):
+    for c in checks:  # root=1 held w = 1; the gradient at each place is the total 2 w (r + 1): 0 and 4
+        assert c["tied"] == {"broadcast_one": True, "broadcast": [1.0, 1.0, 1.0],
+                             "mean_one": True, "mean": [2.0, 2.0, 2.0]}
+
+
 def test_all_reduce_mean_averages_with_one_allreduce_per_dtype(checks):
     for c in checks:
         m = c["mean"]  # rank r held a = r, b = 10 r (float32), c0 = 2 r + 1, c1 = r (float32 Tensor)

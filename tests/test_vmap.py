@@ -279,7 +279,7 @@ def test_bool_of_a_batched_value_answers_only_when_all_examples_agree() -> None:
 
 # ----- bad input --------------------------------------------------------------------------------------------
 def test_mismatched_batch_sizes_name_the_arguments_sizes_and_axes() -> None:
-    with pytest.raises(ValueError, match=r"args\[0\] has size 3 along axis 0, but args\[1\] has size 4 along axis 1"):
+    with pytest.raises(ValueError, match=r"args\[0\] has size 3 along axis 0; args\[1\] has size 4 along axis 1"):
         lp.vmap(lambda a, b: a, in_axes=(0, 1))(np.zeros(3), np.zeros((2, 4)))
 
 
