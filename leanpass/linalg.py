@@ -320,6 +320,9 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool, nd: in
         raise ValueError("linalg.norm: the two axes of a matrix norm must differ")
     if ord is None or ord == "fro":
         return apply(F.norm, "norm", x, 2, axes, keepdims)
+    shape = np.shape(_value(x))
+    if (shape[row] == 0 or shape[col] == 0) and not isinstance(ord, str) and ord in (1, 2, np.inf):
+        return _sum(_abs(x), axis=axes, keepdims=keepdims)  # an empty matrix: 0, as NumPy gives
     if ord in (1, -1, np.inf, -np.inf):
         summed, over = (row, col) if ord in (1, -1) else (col, row)
         s = _sum(_abs(x), axis=summed, keepdims=True)

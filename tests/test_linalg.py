@@ -461,3 +461,45 @@ def test_vector_norms_over_shapes_and_axes(shape: list[int], data: Any) -> None:
     got = L.norm(x, ord_, axis, keepdims)
     assert got.shape == np.shape(want) and np.allclose(got._data, want)
     check_grads(lambda t: L.norm(t, ord_, axis, keepdims), [x], order=2)
+
+
+# ----- empty matrices: 0 x 0, m x 0, 0 x n, values as NumPy's, gradients and tangents of their shapes -----
+EMPTY: list[tuple[str, Any, Any, list[tuple[int, ...]]]] = [
+    ("inv", L.inv, np.linalg.inv, [(0, 0), (2, 0, 0)]),
+    ("det", L.det, np.linalg.det, [(0, 0), (2, 0, 0)]),
+    ("slogdet", lambda t: L.slogdet(t)[1], lambda a: np.linalg.slogdet(a)[1], [(0, 0), (2, 0, 0)]),
+    ("solve", lambda t: L.solve(t, np.zeros((0, 2))), lambda a: np.linalg.solve(a, np.zeros((0, 2))), [(0, 0)]),
+    ("solve/vector", lambda t: L.solve(t, np.zeros(0)), lambda a: np.linalg.solve(a, np.zeros(0)), [(0, 0)]),
+    ("cholesky", L.cholesky, np.linalg.cholesky, [(0, 0), (2, 0, 0)]),
+    ("eigh", lambda t: L.eigh(t)[1], lambda a: np.linalg.eigh(a)[1], [(0, 0), (2, 0, 0)]),
+    ("eigvalsh", L.eigvalsh, np.linalg.eigvalsh, [(0, 0)]),
+    ("svd", lambda t: L.svd(t, full_matrices=False)[0], lambda a: np.linalg.svd(a, full_matrices=False)[0],
+     [(0, 0), (3, 0), (0, 3), (2, 3, 0)]),
+    ("svd/s", lambda t: L.svd(t, compute_uv=False), lambda a: np.linalg.svd(a, compute_uv=False),
+     [(0, 0), (3, 0), (0, 3), (2, 0, 3)]),
+    ("svd/vh", lambda t: L.svd(t, full_matrices=False)[2], lambda a: np.linalg.svd(a, full_matrices=False)[2],
+     [(3, 0), (0, 3)]),
+    ("qr", lambda t: L.qr(t)[0], lambda a: np.linalg.qr(a)[0], [(0, 0), (3, 0), (0, 3)]),
+    ("qr/r", lambda t: L.qr(t)[1], lambda a: np.linalg.qr(a)[1], [(3, 0), (0, 3), (2, 0, 3)]),
+    ("pinv", L.pinv, np.linalg.pinv, [(0, 0), (3, 0), (0, 3), (2, 3, 0)]),
+    ("lstsq", lambda t: L.lstsq(t, np.ones(t.shape[0]))[:2],
+     lambda a: np.linalg.lstsq(a, np.ones(a.shape[0]), rcond=None)[:2], [(3, 0), (0, 3)]),
+    ("norm", L.norm, np.linalg.norm, [(0, 0), (3, 0)]),
+    *[(f"norm/{o}", lambda t, o=o: L.norm(t, o), lambda a, o=o: np.linalg.norm(a, o), [(0, 0), (3, 0), (0, 3)])
+      for o in ("fro", "nuc", 1, 2, np.inf)],
+]
+
+
+@pytest.mark.parametrize(("name", "f", "want", "shapes"), EMPTY, ids=[e[0] for e in EMPTY])
+def test_empty_matrices(name: str, f: Any, want: Any, shapes: list[tuple[int, ...]]) -> None:
+    for shape in shapes:
+        a = np.zeros(shape)
+        outs = f(Tensor(a))
+        outs, wants = (outs, want(a)) if isinstance(outs, tuple) else ((outs,), (want(a),))
+        for o, w in zip(outs, wants):
+            assert o.shape == np.shape(w) and np.array_equal(o._data, w), (shape, o, w)
+        g = lp.grad(lambda t: sum(((x * x).sum() for x in lp.tree_flatten(f(t))[0]), Tensor(0.0)))(a)
+        assert g.shape == shape and np.all(g == 0), (shape, g)
+        _, tangents = lp.jvp(f, (a,), (np.ones(shape),))
+        for t, o in zip(lp.tree_flatten(tangents)[0], outs):
+            assert t.shape == o.shape and np.all(t._data == 0), (shape, t)
