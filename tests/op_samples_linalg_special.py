@@ -83,4 +83,6 @@ SAMPLES: dict[str, Builder] = {
     "xlogy": lambda r: (_x(r, 2, 3), _pos(r, 3)),
     "xlog1py": lambda r: (_x(r, 3), _unit(r, 2, 3)),
     "betaln": lambda r: (_pos(r, 4), _pos(r, 4)),
+    "i0e": lambda r: (np.concatenate([_pos(r, 2), -_pos(r, 2), 21 + _pos(r, 1), -21 - _pos(r, 1)]),),  # both series
+    "i1e": lambda r: (np.concatenate([_pos(r, 2), -_pos(r, 2), 21 + _pos(r, 1), -21 - _pos(r, 1)]),),
 }

@@ -402,7 +402,7 @@ def test_eager_style() -> None:
 
 # ----- the sample table the transform walks use --------------------------------------------------------
 MINE = ("inv det cofactor slogdet solve cholesky eigh svd qr pinv lstsq norm gammaln digamma polygamma "
-        "erfinv ndtr log_ndtr logit xlogy xlog1py betaln").split()
+        "erfinv ndtr log_ndtr logit xlogy xlog1py betaln i0e i1e").split()
 
 
 def test_samples_cover_the_ops() -> None:

@@ -78,7 +78,7 @@ _LAZY_OPS: dict[str, tuple[str, ...]] = {
     "norms": ("batch_norm", "group_norm"),
     "linalg": ("cholesky", "cofactor", "det", "eigh", "inv", "lstsq", "norm", "pinv", "qr", "slogdet", "solve", "svd"),
     "special": ("betaln", "digamma", "erfinv", "gammaln", "log_ndtr", "logit", "ndtr", "polygamma", "xlog1py",
-                "xlogy"),
+                "xlogy", "i0e", "i1e"),
 }
 _LAZY_MODULE = {name: module for module, names in _LAZY_OPS.items() for name in names}
 
