@@ -44,6 +44,7 @@ conventions; where they drop a term, the rule raises unless the tangent gives th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from types import MethodType
 from typing import Any
@@ -732,17 +733,20 @@ def _norm_jvp(tangents: tuple[Any, ...], ans: Any, x: Any, ord: float = 2, axis:
               keepdims: bool = False) -> Any:
     """``sum(grow * dx) * scale`` over ``axis`` (``_norm_slope``)."""
     shape = _shape(x)
-    axes = range(len(shape)) if axis is None else [a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))]
-    kept = ans if keepdims else np.reshape(ans, tuple(1 if i in axes else k for i, k in enumerate(shape)))
+    reduced = range(len(shape)) if axis is None else {a % len(shape) for a in (axis if isinstance(axis, tuple)
+                                                                               else (axis,))}
+    kept = ans if keepdims else np.reshape(ans, tuple(1 if i in reduced else k for i, k in enumerate(shape)))
     grow, scale = _norm_slope(x, kept, float(ord))
     out = np.sum(grow * tangents[0], axis=axis, keepdims=True) * scale
     return out if keepdims else np.reshape(out, _shape(ans))
 
 
 # The forward-mode rules, each beside its op above: ``rule(tangents, ans, *inputs)`` (see ``_tangent.py``).
-JVPS = {"cholesky": _cholesky_jvp, "cofactor": _cofactor_jvp, "det": _det_jvp, "eigh": _eigh_jvp, "inv": _inv_jvp,
-        "lstsq": _lstsq_jvp, "norm": _norm_jvp, "pinv": _pinv_jvp, "qr": _qr_jvp, "slogdet": _slogdet_jvp,
-        "solve": _solve_jvp, "svd": _svd_jvp}
+JVPS: dict[str, Callable[..., Any]] = {
+    "cholesky": _cholesky_jvp, "cofactor": _cofactor_jvp, "det": _det_jvp, "eigh": _eigh_jvp, "inv": _inv_jvp,
+    "lstsq": _lstsq_jvp, "norm": _norm_jvp, "pinv": _pinv_jvp, "qr": _qr_jvp, "slogdet": _slogdet_jvp,
+    "solve": _solve_jvp, "svd": _svd_jvp,
+}
 
 from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
