@@ -513,3 +513,21 @@ def test_empty_matrices(name: str, f: Any, want: Any, shapes: list[tuple[int, ..
         _, tangents = lp.jvp(f, (a,), (np.ones(shape),))
         for t, o in zip(lp.tree_flatten(tangents)[0], outs):
             assert t.shape == o.shape and np.all(t._data == 0), (shape, t)
+
+
+# ----- the forward-mode rules in float32 (test_forward_ops.py walks them in float64) -------------------
+@pytest.mark.parametrize("key", sorted(k for k in SAMPLES if k.split("/")[0] in F.linalg.JVPS))
+def test_direct_jvp_rules_match_the_transposed_vjp_in_float32(key: str) -> None:
+    from leanpass.forward import transposed_vjp
+
+    name = key.split("/")[0]
+    rng32 = np.random.default_rng(3)
+    args = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+            for a in SAMPLES[key](np.random.default_rng(1))]
+    ts = tuple(rng32.standard_normal(a.shape).astype(np.float32) if isinstance(a, np.ndarray) else None for a in args)
+    ans = F.OPS[name](*args)[0]
+    direct = F.JVPS[name](ts, ans, *args)
+    derived = transposed_vjp(F.OPS[name], name, tuple(args), ts, False)
+    assert direct.dtype == np.float32 and derived.dtype == np.float32
+    scale = max(1.0, float(np.abs(derived).max()))
+    np.testing.assert_allclose(direct, derived, rtol=2e-4, atol=2e-5 * scale)
