@@ -86,7 +86,7 @@ def inv(a: ArrayLike) -> Tensor:
 
 
 def det(a: ArrayLike) -> Tensor:
-    """The determinant (its gradient needs an invertible matrix).
+    """The determinant. Its gradient is the cofactor matrix ``adj(a).T``, at singular matrices too.
 
     >>> det(Tensor([[2.0, 1.0], [1.0, 3.0]]))
     Tensor(5.)
