@@ -55,6 +55,10 @@ SAMPLES: dict[str, Builder] = {
     "det/singular": lambda r: (_corank(r, 1),),
     "cofactor": lambda r: (_square(r, 2),),
     "cofactor/singular": lambda r: (_corank(r, 1),),
+    "cofactor/2x2": lambda r: (_square(r, 2, n=2),),
+    "cofactor/4x4": lambda r: (_square(r, 2, n=4),),  # from 4 x 4: from an SVD
+    "cofactor/4x4-singular": lambda r: (_corank(r, 1, n=4),),
+    "det/4x4": lambda r: (_square(r, n=4),),
     "slogdet": lambda r: (_square(r, 2),),
     "solve": lambda r: (_square(r), _x(r, 3, 2)),
     "solve/vector": lambda r: (_square(r, 2), _x(r, 3)),

@@ -348,6 +348,89 @@ def test_det_at_any_rank_to_second_order(rank: int) -> None:
         assert np.allclose(h, want, atol=1e-12)
 
 
+# ----- the cofactor matrix: in closed form up to 3 x 3, from an SVD beyond ----------------------------
+def cofactor(t: Any) -> Any:
+    return lp.apply(F.cofactor, "cofactor", t)
+
+
+def in_a_corner(x: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """``x`` (n x n) over the top-left corner of ``base`` (4 x 4). With ``base`` the identity, the
+    cofactor matrix of the result (the SVD path) holds ``x``'s in that corner; so does its tangent
+    along ``e`` put in the corner of zeros."""
+    n = x.shape[-1]
+    out = np.broadcast_to(base.astype(x.dtype), (*x.shape[:-2], *base.shape)).copy()
+    out[..., :n, :n] = x
+    return out
+
+
+def test_cofactor_by_hand() -> None:
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]])
+    assert np.array_equal(F.cofactor(a)[0], [[2, 2, -3], [4, -11, 6], [-3, 6, -3]])
+    singular = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])  # rank 2: adj of rank 1
+    assert np.array_equal(F.cofactor(singular)[0], [[-3, 6, -3], [6, -12, 6], [-3, 6, -3]])
+    assert np.array_equal(F.cofactor(np.array([[1.0, 2.0], [3.0, 4.0]]))[0], [[4, -3], [-2, 1]])
+    assert np.array_equal(F.cofactor(np.array([[5.0]]))[0], [[1.0]])
+    # its tangent along e, by hand: 2 x 2 it is linear (cofactor(e)); 1 x 1 constant
+    e = np.array([[1.0, 0.0], [2.0, 3.0]])
+    assert np.array_equal(lp.jvp(cofactor, (np.ones((2, 2)),), (e,))[1]._data, [[3, -2], [0, 1]])
+    assert np.array_equal(lp.jvp(cofactor, (np.array([[5.0]]),), (np.array([[2.0]]),))[1]._data, [[0.0]])
+    # 3 x 3 at the identity along e_00: the cofactors of entries 11 and 22 move (a_11 a_22 - ...)
+    e3 = np.zeros((3, 3))
+    e3[0, 0] = 1.0
+    assert np.array_equal(lp.jvp(cofactor, (np.eye(3),), (e3,))[1]._data, np.diag([0.0, 1.0, 1.0]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_cofactor_in_closed_form_is_the_minors_and_the_svd_path(n: int, dtype: Any) -> None:
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    eye4, zeros4 = np.eye(4), np.zeros((4, 4))
+    batches = [square(50, (5, n, n))] + [of_rank(51 + k, n, n - k, (5,)) for k in (1, 2) if k <= n]
+    for b in batches:  # random, corank 1, corank 2
+        a = b.astype(dtype)
+        scale = max(1.0, float(np.abs(a).max())) ** (n - 1)
+        want = np.swapaxes(adjugate_by_minors(a.astype(np.float64)), -1, -2)
+        got = F.cofactor(a)[0]
+        by_svd = F.cofactor(in_a_corner(a, eye4))[0][..., :n, :n]
+        assert got.dtype == dtype and by_svd.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)
+        np.testing.assert_allclose(by_svd, want, rtol=tol, atol=10 * tol * scale)
+        # its derivative (a tangent, and a cotangent: the Hessian of det is symmetric) against the SVD rule's
+        e = np.random.default_rng(52).standard_normal(a.shape).astype(dtype)
+        tangent = lp.jvp(cofactor, (a,), (e,))[1]._data
+        svd_tangent = lp.jvp(cofactor, (in_a_corner(a, eye4),), (in_a_corner(e, zeros4),))[1]._data
+        cotangent = lp.vjp(cofactor, a)[1](e)[0]
+        assert tangent.dtype == dtype and cotangent.dtype == dtype
+        np.testing.assert_allclose(svd_tangent[..., :n, :n], tangent, rtol=10 * tol, atol=10 * tol * scale * 3)
+        np.testing.assert_allclose(cotangent, tangent, rtol=tol, atol=tol * scale)
+        if dtype == np.float64:  # against finite differences, to second order
+            check_grads(cofactor, [b], order=2)
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_det_derivatives_batch_singular_and_regular_matrices_alike(n: int) -> None:
+    # exact zero singular values in some matrices of a batch and not in others: no branch per
+    # matrix (vmap refuses one that goes two ways), and jit traces once; up to the third derivative
+    # (3 x 3 in closed form: any rank; 4 x 4 from an SVD: corank 0 and 1)
+    a = np.stack([square(60, (n, n)), np.diag(np.arange(n, dtype=np.float64)), of_rank(61, n, n - 1)]
+                 + ([np.zeros((3, 3)), of_rank(62, 3, 1)] if n == 3 else []))
+    v, w = np.random.default_rng(63).standard_normal((2, n, n))
+
+    def hvp(x: Any) -> Any:  # the second derivative of det along v
+        return lp.grad(lambda y: lp.sum(lp.grad(L.det)(y) * v))(x)
+
+    def third(x: Any) -> Any:  # the third, along v and w
+        return lp.grad(lambda y: lp.sum(hvp(y) * w))(x)
+
+    for f in (hvp, third):
+        want = np.stack([f(x) for x in a])
+        np.testing.assert_allclose(lp.vmap(f)(a), want, rtol=1e-12, atol=1e-12)
+        jitted = lp.jit(f)
+        for x in a:
+            assert np.array_equal(jitted(x), f(x))
+        assert jitted.trace_count == 1
+
+
 def test_slogdet_at_a_singular_matrix_follows_jax() -> None:
     # log |det| is -inf there; its gradient inv(a).T has no limit: inf or nan entries, no error (as JAX)
     sign, logdet = L.slogdet(np.ones((2, 2)))

@@ -26,8 +26,9 @@ Conventions where a derivative does not exist:
   So their gradient with respect to the whole input, which agrees with finite differences in any
   direction (a non-symmetric one too), is zero on the other triangle and holds both off-diagonal
   terms of the symmetric gradient on the triangle read.
-- ``det``: its gradient is the cofactor matrix ``adj(a).T``, taken from an SVD, so it is exact at
-  singular matrices too (nonzero at corank 1, zero from corank 2), to second order at any rank.
+- ``det``: its gradient is the cofactor matrix ``adj(a).T`` (in closed form up to 3 x 3, from an
+  SVD beyond), so it is exact at singular matrices too (nonzero at corank 1, zero from corank 2),
+  to every order at any rank up to 3 x 3, to second order beyond.
   ``slogdet`` at a singular matrix (``logabsdet = -inf``): the gradient ``adj(a).T / det(a)`` has
   ``inf`` and ``nan`` entries, as JAX gives, rather than an error.
 - ``norm`` at 0: the subgradient 0.
@@ -200,18 +201,23 @@ def _inv_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
 def _others(s: Any) -> tuple[Any, Any]:
     """For values ``s`` on the last axis: ``p_i``, the product of all but ``s_i``, and ``q_ij``, the
     product of all but ``s_i`` and ``s_j`` (0 for ``i == j``), by running products (no division,
-    so exact where some ``s_k`` is 0)."""
+    so exact where some ``s_k`` is 0), each a product at a time (``cumprod``'s derivative depends
+    on where the zeros are, which vmap cannot batch)."""
     n = _shape(s)[-1]
     if n == 0:
         return s, s[..., None] * s[..., None, :]
-    one = np.ones_like(s[..., :1])
-    before = np.cumprod(np.concatenate([one, s[..., :-1]], axis=-1), axis=-1)  # prod_{k < i}
-    after = np.cumprod(np.concatenate([one, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]  # prod_{k > i}
+    before = [np.ones_like(s[..., :1])]  # prod_{k < i}
+    after = [before[0]]  # prod_{k > i}, from the last i
+    for k in range(n - 1):
+        before.append(before[-1] * s[..., k:k + 1])
+        after.append(after[-1] * s[..., n - 1 - k:n - k])
     later = _triangle(n, True, s, 1)  # [i, k]: k > i
-    between = np.cumprod(np.where(later > 0, s[..., None, :], 1.0), axis=-1)  # [i, j]: prod_{i < k <= j}
-    between = np.concatenate([np.ones_like(between[..., :1]), between[..., :-1]], axis=-1)  # prod_{i < k < j}
-    q = before[..., :, None] * between * after[..., None, :] * later
-    return before * after, q + _T(q)
+    between = [np.ones_like(s)]  # column j: prod_{i < k < j}
+    for j in range(1, n):
+        between.append(between[-1] * np.where(later[:, j - 1] > 0, s[..., j - 1:j], 1.0))
+    first, last = np.concatenate(before, axis=-1), np.concatenate(after[::-1], axis=-1)
+    q = first[..., :, None] * np.stack(between, axis=-1) * last[..., None, :] * later
+    return first * last, q + _T(q)
 
 
 def _svd_sign(a: Any) -> tuple[Any, Any, Any, Any]:
@@ -235,33 +241,76 @@ def _det_hessian(u: Any, s: Any, vh: Any, sign: Any, e: Any) -> Any:
     return sign * (u @ inner @ vh)
 
 
+# Up to 3 x 3 the cofactor matrix is a polynomial of a few terms. 3 x 3: each entry is its signed
+# 2 x 2 minor, ``C_ij = a[i+1, j+1] a[i+2, j+2] - a[i+1, j+2] a[i+2, j+1]`` (indices mod 3), with
+# these rows and columns; 2 x 2: ``a`` turned by half a turn, negated off the diagonal.
+_ROW1, _ROW2 = np.array([[1], [2], [0]]), np.array([[2], [0], [1]])
+_COL1, _COL2 = _ROW1.T, _ROW2.T
+_DIAGONAL2 = np.eye(2, dtype=bool)
+
+
+def _minors(x: Any, y: Any) -> Any:
+    """``B(x, y)_ij = x[i+1, j+1] y[i+2, j+2] - x[i+1, j+2] y[i+2, j+1]`` for 3 x 3 ``x``, ``y``:
+    ``cofactor(a) = B(a, a)``, and its tangent along ``e`` is ``B(e, a) + B(a, e)``."""
+    return x[..., _ROW1, _COL1] * y[..., _ROW2, _COL2] - x[..., _ROW1, _COL2] * y[..., _ROW2, _COL1]
+
+
+def _small_cofactor(a: Any) -> Any:
+    """The cofactor matrix of ``n x n`` matrices, ``n <= 3``, in closed form."""
+    n = _shape(a)[-1]
+    if n == 3:
+        return _minors(a, a)
+    if n == 2:
+        turned = a[..., ::-1, ::-1]
+        return np.where(_DIAGONAL2, turned, 0.0 - turned)  # (0 - x: no -0.0 where x is 0)
+    return np.ones_like(a)
+
+
+def _cofactor_tangent(a: Any, e: Any) -> Any:
+    """The tangent of ``cofactor(a)`` along ``e``, which is also the cotangent of ``a`` given ``e``,
+    that of ``cofactor(a)`` (the Hessian of ``det`` is symmetric): up to 3 x 3 in closed form, then
+    from an SVD (``_det_hessian``)."""
+    n = _shape(a)[-1]
+    if n == 3:
+        return _minors(e, a) + _minors(a, e)
+    if n == 2:
+        return _small_cofactor(e)  # (linear in a)
+    if n <= 1:
+        return np.zeros_like(e)
+    return _det_hessian(*_svd_sign(a), e)
+
+
 def cofactor(a: Any) -> tuple[Any, Any]:
     """The cofactor matrix ``adj(a).T``, which is ``d det(a) / da``: exact at singular matrices too
-    (nonzero at corank 1, zero from corank 2). From an SVD ``a = U diag(s) Vh``, it is
-    ``det(U) det(Vh) U diag(p) Vh`` with ``p_i`` the product of the singular values but ``s_i``.
-    An op of its own (``det``'s rules call it) so that its derivative, the Hessian of ``det``, is
-    exact at any rank as well (see ``_det_hessian``).
+    (nonzero at corank 1, zero from corank 2). Up to 3 x 3 in closed form (the signed minors); from
+    4 x 4, from an SVD ``a = U diag(s) Vh``: ``det(U) det(Vh) U diag(p) Vh`` with ``p_i`` the
+    product of the singular values but ``s_i``. An op of its own (``det``'s rules call it) so that
+    its derivative, the Hessian of ``det``, is exact at any rank as well (``_cofactor_tangent``).
 
-    >>> cofactor(np.array([[1.0, 2.0], [2.0, 4.0]]))[0].round(12)  # singular: adj(a).T is not 0
+    >>> cofactor(np.array([[1.0, 2.0], [2.0, 4.0]]))[0]  # singular: adj(a).T is not 0
     array([[ 4., -2.],
            [-2.,  1.]])
     """
     from ..tensor import Tensor, apply
 
+    if type(a) is Tensor:  # a replayed rule: this op again
+        return apply(cofactor, "cofactor", a), MethodType(_cofactor_vjp, a)
+    if _shape(a)[-1] <= 3:
+        return _small_cofactor(a), MethodType(_cofactor_vjp, a)
     u, s, vh, sign = _svd_sign(a)
-    if type(a) is Tensor:  # a replayed rule: this op again; its derivative then goes through the SVD
-        ans = apply(cofactor, "cofactor", a)
-    else:
-        ans = sign * ((u * _others(s)[0][..., None, :]) @ vh)
-    return ans, partial(_cofactor_vjp, u, s, vh, sign)
+    return sign * ((u * _others(s)[0][..., None, :]) @ vh), partial(_svd_cofactor_vjp, u, s, vh, sign)
 
 
-def _cofactor_vjp(u: Any, s: Any, vh: Any, sign: Any, g: Any) -> tuple[Any]:
+def _cofactor_vjp(a: Any, g: Any) -> tuple[Any]:
+    return (_cofactor_tangent(a, g),)
+
+
+def _svd_cofactor_vjp(u: Any, s: Any, vh: Any, sign: Any, g: Any) -> tuple[Any]:
     return (_det_hessian(u, s, vh, sign, g),)
 
 
 def _cofactor_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
-    return _det_hessian(*_svd_sign(a), tangents[0])
+    return _cofactor_tangent(a, tangents[0])
 
 
 def det(a: Any) -> tuple[Any, Any]:
