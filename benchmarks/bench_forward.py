@@ -16,6 +16,8 @@
    returns the memory of large arrays to the system when they are freed and faults it in again
    on the next call, which a ``jvp`` (that holds a tangent beside each live value) pays for more
    than the primal does.
+4. (``--linalg``: this part alone) ``lp.jvp`` of each linalg op over the op itself on Tensors (the
+   primal), on one 3 x 3 matrix and on a stack of 1,000 (``op_inputs.py``'s inputs).
 
 Everything runs on one thread. Each library is measured in a process of its own (``import
 torch`` slows LeanPass's garbage collection); the processes alternate, ``--rounds`` of each. A
@@ -148,6 +150,58 @@ def chain_times(out: dict[str, Any]) -> None:
         out[f"chain {n}"] = [statistics.median(times["primal"]), statistics.median(times["jvp"]), err]
 
 
+# Part 4: the linalg ops' forward mode, jvp time over the primal's, on the inputs of op_inputs.py
+# (one 3 x 3 matrix, and a stack of 1,000 of them; lstsq: one tall matrix).
+LINALG = ("cholesky", "det", "eigh", "inv", "lstsq", "norm", "pinv", "qr", "slogdet", "solve", "svd")
+LINALG_SIZES = (9, 9_000)
+
+
+def linalg_times(out: dict[str, Any]) -> None:
+    from op_inputs import INPUTS
+
+    import leanpass as lp
+    from leanpass import functional as F
+
+    for name in LINALG:
+        for n in LINALG_SIZES:
+            args, diff, _ = INPUTS[name](n)
+            fn = F.OPS[name]
+
+            def f(*xs: Any, args: list[Any] = args, diff: list[int] = diff, fn: Any = fn, name: str = name) -> Any:
+                full = list(args)
+                for i, x in zip(diff, xs):
+                    full[i] = x
+                return lp.apply(fn, name, *full)
+
+            primals = [args[i] for i in diff]
+            tangents = [np.random.default_rng(1).standard_normal(np.shape(p)) for p in primals]
+            held = [lp.Tensor(p) for p in primals]
+            sides = {"primal": lambda f=f, held=held: f(*held),
+                     "jvp": lambda f=f, primals=primals, tangents=tangents: lp.jvp(f, primals, tangents)}
+            times: dict[str, list[float]] = {"primal": [], "jvp": []}
+            for fn_ in sides.values():
+                fn_()
+                fn_()
+            for _ in range(200 if n < 1_000 else 20):  # alternating call by call, as in part 3
+                for side, fn_ in sides.items():
+                    start = time.perf_counter()
+                    fn_()
+                    times[side].append(time.perf_counter() - start)
+            out[f"linalg {name} {n}"] = [statistics.median(times["primal"]), statistics.median(times["jvp"])]
+
+
+def print_linalg(runs: list[dict[str, Any]]) -> None:
+    print(f"jvp / primal of the linalg ops (medians of {len(runs)} processes; primal and jvp in microseconds)")
+    print(f"  {'op':<10}" + "".join(f"{f'{n:,} elements':>34}" for n in LINALG_SIZES))
+    for name in LINALG:
+        cells = []
+        for n in LINALG_SIZES:
+            primal = statistics.median(r[f"linalg {name} {n}"][0] for r in runs)
+            tangent = statistics.median(r[f"linalg {name} {n}"][1] for r in runs)
+            cells.append(f"{primal * 1e6:9.1f} {tangent * 1e6:9.1f} {tangent / primal:6.2f}x")
+        print(f"  {name:<10}" + "".join(f"{c:>34}" for c in cells))
+
+
 def torch_worker() -> dict[str, Any]:
     import torch
     from torch.func import grad, hessian, jvp
@@ -184,9 +238,16 @@ def main() -> None:
         result: dict[str, Any] = {}
         if side == "chain":
             chain_times(result)
+        if side == "linalg":
+            linalg_times(result)
+            print(json.dumps(result))
+            return
         print(json.dumps(leanpass_worker() if side == "leanpass" else torch_worker() if side == "torch" else result))
         return
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 7
+    if "--linalg" in sys.argv:  # part 4 only
+        print_linalg([measure("linalg") for _ in range(rounds)])
+        return
     try:
         import importlib.metadata
 
@@ -198,10 +259,12 @@ def main() -> None:
     ours: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
+    linalg: list[dict[str, Any]] = []
     for _ in range(rounds):
         gauge.sample()
         ours.append(measure("leanpass"))
         kept.append(measure("chain"))
+        linalg.append(measure("linalg"))
         if torch_version:
             gauge.sample()
             theirs.append(measure("torch"))
@@ -237,6 +300,7 @@ def main() -> None:
             print(f"jvp of a 32-op elementwise chain, {n:,} elements{note}: primal {primal * 1e6:.1f} us, jvp "
                   f"{tangent * 1e6:.1f} us, jvp / primal {tangent / primal:.2f} (target <= 2; largest difference "
                   f"from central differences {err:.1e})")
+    print_linalg(linalg)
     print(gauge.report())
 
 

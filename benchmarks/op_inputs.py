@@ -218,6 +218,8 @@ INPUTS: dict[str, Callable[[int], Built]] = {
     # linear algebra: square matrices of about n elements
     "inv": lambda n: (lambda a: ([a], [0], lambda: np.linalg.inv(a)))(_matrix(n)),
     "det": lambda n: (lambda a: ([a], [0], lambda: np.linalg.det(a)))(_matrix(n)),
+    "cofactor": lambda n: (lambda a: ([a], [0], lambda: np.linalg.det(a)[..., None, None]
+                                      * np.swapaxes(np.linalg.inv(a), -1, -2)))(_matrix(n)),
     "slogdet": lambda n: (lambda a: ([a], [0], lambda: np.linalg.slogdet(a)))(_matrix(n)),
     "solve": _solve,
     "cholesky": lambda n: (lambda a: ([a], [0], lambda: np.linalg.cholesky(a)))(_spd(n)),
@@ -234,6 +236,7 @@ INPUTS: dict[str, Callable[[int], Built]] = {
     "xlogy": lambda n: (lambda x, y: ([x, y], [0, 1], lambda: x * np.log(y)))(_x(n), _x(n)),
     "xlog1py": lambda n: (lambda x, y: ([x, y], [0, 1], lambda: x * np.log1p(y)))(_x(n), _x(n)),
     "betaln": _betaln,
+    "i0e": _special("i0e", -3.0, 3.0), "i1e": _special("i1e", -3.0, 3.0),
     # products and scans over rows of 10
     "prod": lambda n: (lambda x: ([x, 1, False], [0], lambda: np.prod(x, axis=1)))(_rows(n) * 0.1 + 1),
     "cumsum": lambda n: (lambda x: ([x, 1], [0], lambda: np.cumsum(x, axis=1)))(_rows(n)),

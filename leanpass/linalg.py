@@ -86,7 +86,7 @@ def inv(a: ArrayLike) -> Tensor:
 
 
 def det(a: ArrayLike) -> Tensor:
-    """The determinant (its gradient needs an invertible matrix).
+    """The determinant. Its gradient is the cofactor matrix ``adj(a).T``, at singular matrices too.
 
     >>> det(Tensor([[2.0, 1.0], [1.0, 3.0]]))
     Tensor(5.)
@@ -116,20 +116,23 @@ def solve(a: ArrayLike, b: ArrayLike) -> Tensor:
 
 def cholesky(a: ArrayLike, upper: bool = False) -> Tensor:
     """The Cholesky factor of a symmetric positive-definite matrix: lower ``L`` with
-    ``a = L @ L.T`` (``upper=True``: ``L.T``). It reads ``(a + a.T) / 2``, so the gradient is
-    symmetric.
+    ``a = L @ L.T`` (``upper=True``: ``L.T``). As NumPy, it reads the lower triangle of ``a``
+    (``upper=True``: the upper one), so the gradient is zero on the other triangle.
 
     >>> cholesky(Tensor([[4.0, 2.0], [2.0, 5.0]]))
     Tensor([[2., 0.],
             [1., 2.]])
     """
-    low = apply(F.cholesky, "cholesky", _square(a, "cholesky"))
-    return low.swapaxes(-1, -2) if upper else low
+    a = _square(a, "cholesky")
+    if upper:  # the upper triangle of a is the lower one of a.T
+        return apply(F.cholesky, "cholesky", np.swapaxes(a, -1, -2)).swapaxes(-1, -2)
+    return apply(F.cholesky, "cholesky", a)
 
 
 def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's name
-    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix (it reads
-    ``(a + a.T) / 2``, so ``UPLO`` changes nothing and the gradient is symmetric).
+    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix. As NumPy, it reads
+    one triangle of ``a``: the lower one (``UPLO="L"``) or the upper one (``"U"``); the gradient
+    is zero on the other.
 
     Repeated eigenvalues: the gradient is exact for losses that depend on the eigenvectors
     only through the space they span (see ``leanpass.functional.linalg``).
@@ -145,7 +148,7 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's n
 
 
 def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Tensor:  # noqa: N803 - NumPy's name
-    """The eigenvalues of a symmetric matrix, ascending.
+    """The eigenvalues of a symmetric matrix, ascending (read from one triangle, as ``eigh``).
 
     >>> eigvalsh(Tensor([[2.0, 0.0], [0.0, 1.0]]))
     Tensor([1., 2.])
@@ -197,14 +200,17 @@ def qr(a: ArrayLike, mode: str = "reduced") -> QRResult:
 
 def pinv(a: ArrayLike, rcond: Any = None, hermitian: bool = False) -> Tensor:
     """The Moore-Penrose pseudo-inverse (its gradient holds where the rank does not change).
+    ``hermitian=True`` takes ``a`` to be symmetric and reads its lower triangle, as NumPy.
 
     >>> pinv(Tensor([[2.0, 0.0]]))
     Tensor([[0.5],
             [0. ]])
+    >>> pinv(Tensor([[2.0, 9.0], [0.0, 4.0]]), hermitian=True)  # reads [[2, 0], [0, 4]]
+    Tensor([[0.5 , 0.  ],
+            [0.  , 0.25]])
     """
-    if hermitian:
-        raise TypeError("linalg.pinv: hermitian=True is not supported on Tensors; leave it False")
-    return apply(F.pinv, "pinv", _square(a, "pinv"), None if rcond is None else _value(rcond))
+    a = _square(a, "pinv" if not hermitian else "pinv(hermitian=True)")
+    return apply(F.pinv, "pinv", a, None if rcond is None else _value(rcond), bool(hermitian))
 
 
 def matrix_power(a: ArrayLike, n: int) -> Tensor:
@@ -314,6 +320,9 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool, nd: in
         raise ValueError("linalg.norm: the two axes of a matrix norm must differ")
     if ord is None or ord == "fro":
         return apply(F.norm, "norm", x, 2, axes, keepdims)
+    shape = np.shape(_value(x))
+    if (shape[row] == 0 or shape[col] == 0) and not isinstance(ord, str) and ord in (1, 2, np.inf):
+        return _sum(_abs(x), axis=axes, keepdims=keepdims)  # an empty matrix: 0, as NumPy gives
     if ord in (1, -1, np.inf, -np.inf):
         summed, over = (row, col) if ord in (1, -1) else (col, row)
         s = _sum(_abs(x), axis=summed, keepdims=True)

@@ -75,16 +75,21 @@ def atleast_3d(*arys: ArrayLike) -> Any:
 
 
 def _listed(tup: Any, name: str) -> list[Any]:
+    if type(tup) is Tensor or isinstance(tup, np.ndarray):  # one array: its rows, as NumPy takes it
+        return list(tup)
     if not isinstance(tup, (list, tuple)):
         raise TypeError(f"{name}: pass a sequence of arrays (a list or tuple), not {type(tup).__name__}")
     return list(tup)
 
 
-def vstack(tup: Sequence[ArrayLike]) -> Tensor:
-    """Stack along the first axis (vectors become rows), as ``np.vstack``.
+def vstack(tup: Sequence[ArrayLike] | Tensor | np.ndarray) -> Tensor:
+    """Stack along the first axis (vectors become rows), as ``np.vstack``. One array instead of a
+    sequence stands for its rows, as in NumPy (so for every join function here).
 
     >>> lp.vstack([Tensor([1.0, 2.0]), Tensor([3.0, 4.0])]).shape
     (2, 2)
+    >>> lp.vstack(Tensor([1.0, 2.0])).shape  # the rows 1.0 and 2.0
+    (2, 1)
     """
     return concatenate([atleast_2d(x) for x in _listed(tup, "vstack")], axis=0)
 
@@ -92,7 +97,7 @@ def vstack(tup: Sequence[ArrayLike]) -> Tensor:
 row_stack = vstack
 
 
-def hstack(tup: Sequence[ArrayLike]) -> Tensor:
+def hstack(tup: Sequence[ArrayLike] | Tensor | np.ndarray) -> Tensor:
     """Stack along the second axis (the first for vectors), as ``np.hstack``.
 
     >>> lp.hstack([Tensor([1.0]), Tensor([2.0, 3.0])])
@@ -102,7 +107,7 @@ def hstack(tup: Sequence[ArrayLike]) -> Tensor:
     return concatenate(xs, axis=0 if xs and np.ndim(_value(xs[0])) == 1 else 1)
 
 
-def dstack(tup: Sequence[ArrayLike]) -> Tensor:
+def dstack(tup: Sequence[ArrayLike] | Tensor | np.ndarray) -> Tensor:
     """Stack along the third axis, as ``np.dstack``.
 
     >>> lp.dstack([Tensor([1.0, 2.0]), Tensor([3.0, 4.0])]).shape
@@ -111,7 +116,7 @@ def dstack(tup: Sequence[ArrayLike]) -> Tensor:
     return concatenate([atleast_3d(x) for x in _listed(tup, "dstack")], axis=2)
 
 
-def column_stack(tup: Sequence[ArrayLike]) -> Tensor:
+def column_stack(tup: Sequence[ArrayLike] | Tensor | np.ndarray) -> Tensor:
     """Vectors as columns side by side (2-D inputs as they are), as ``np.column_stack``.
 
     >>> lp.column_stack([Tensor([1.0, 2.0]), Tensor([3.0, 4.0])]).tolist()

@@ -28,7 +28,7 @@ from .ops import sum as _sum
 from .tensor import ArrayLike, Tensor, _value, apply
 
 __all__ = ["gammaln", "digamma", "psi", "polygamma", "betaln", "expit", "logit", "logsumexp", "erf",
-           "erfc", "erfinv", "ndtr", "log_ndtr", "xlogy", "xlog1py", "softmax", "log_softmax"]
+           "erfc", "erfinv", "ndtr", "log_ndtr", "xlogy", "xlog1py", "softmax", "log_softmax", "i0e", "i1e"]
 
 
 def _real(x: ArrayLike, name: str) -> Any:
@@ -208,6 +208,26 @@ def log_softmax(x: ArrayLike, axis: Any = None) -> Tensor:
     Tensor([-0.69314718, -0.69314718])
     """
     return _log_softmax(_real(x, "log_softmax"), axis)
+
+
+def i0e(x: ArrayLike) -> Tensor:
+    """``exp(-|x|) I0(x)``, the modified Bessel function of order 0 scaled so that it stays finite.
+    Its gradient is ``i1e(x) - sign(x) i0e(x)`` (0 at the kink at 0).
+
+    >>> i0e(Tensor([0.0, 1.0]))
+    Tensor([1.        , 0.46575961])
+    """
+    return apply(F.i0e, "i0e", _real(x, "i0e"))
+
+
+def i1e(x: ArrayLike) -> Tensor:
+    """``exp(-|x|) I1(x)``, the modified Bessel function of order 1 scaled so that it stays finite.
+    Its gradient is ``i0e(x) - i1e(x) (sign(x) + 1/x)`` (1/2 at 0).
+
+    >>> i1e(Tensor([0.0, 1.0]))
+    Tensor([0.        , 0.20791042])
+    """
+    return apply(F.i1e, "i1e", _real(x, "i1e"))
 
 
 # ----- naming the LeanPass function when SciPy meets a Tensor -----------------------------------------

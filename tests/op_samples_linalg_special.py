@@ -40,21 +40,39 @@ def _spd(rng: np.random.Generator, *batch: int, n: int = 3) -> np.ndarray:
     return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
 
 
+def _corank(rng: np.random.Generator, k: int, n: int = 3) -> np.ndarray:
+    """A singular matrix of rank ``n - k`` with distinct nonzero singular values."""
+    q1, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    q2, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    return q1 @ np.diag([3.0, 2.0, 1.0][: n - k] + [0.0] * k) @ q2
+
+
 SAMPLES: dict[str, Builder] = {
     # linalg.py
     "inv": lambda r: (_square(r),),
     "inv/stack": lambda r: (_square(r, 2),),
     "det": lambda r: (_square(r),),
+    "det/singular": lambda r: (_corank(r, 1),),
+    "cofactor": lambda r: (_square(r, 2),),
+    "cofactor/singular": lambda r: (_corank(r, 1),),
+    "cofactor/2x2": lambda r: (_square(r, 2, n=2),),
+    "cofactor/4x4": lambda r: (_square(r, 2, n=4),),  # from 4 x 4: from an SVD
+    "cofactor/4x4-singular": lambda r: (_corank(r, 1, n=4),),
+    "det/4x4": lambda r: (_square(r, n=4),),
     "slogdet": lambda r: (_square(r, 2),),
     "solve": lambda r: (_square(r), _x(r, 3, 2)),
     "solve/vector": lambda r: (_square(r, 2), _x(r, 3)),
     "cholesky": lambda r: (_spd(r),),
+    "cholesky/upper-unread": lambda r: (_spd(r) + np.triu(_x(r, 3, 3), 1),),
     "eigh": lambda r: (_spd(r), "L"),
+    "eigh/lower-read": lambda r: (_spd(r) + np.triu(_x(r, 3, 3), 1), "L"),
+    "eigh/upper-read": lambda r: (_spd(r, 2) + np.tril(_x(r, 3, 3), -1), "U"),
     "svd": lambda r: (_x(r, 4, 3),),
     "svd/wide": lambda r: (_x(r, 2, 3, 4),),
     "qr": lambda r: (_x(r, 4, 3),),
     "qr/wide": lambda r: (_x(r, 2, 4),),
     "pinv": lambda r: (_x(r, 3, 4), None),
+    "pinv/hermitian": lambda r: (_spd(r) + np.triu(_x(r, 3, 3), 1), None, True),
     "lstsq": lambda r: (_x(r, 5, 3), _x(r, 5), None),
     "norm": lambda r: (_x(r, 2, 3), 2, 1, False),
     "norm/p": lambda r: (_x(r, 4), 3.0, None, True),
@@ -69,4 +87,6 @@ SAMPLES: dict[str, Builder] = {
     "xlogy": lambda r: (_x(r, 2, 3), _pos(r, 3)),
     "xlog1py": lambda r: (_x(r, 3), _unit(r, 2, 3)),
     "betaln": lambda r: (_pos(r, 4), _pos(r, 4)),
+    "i0e": lambda r: (np.concatenate([_pos(r, 2), -_pos(r, 2), 21 + _pos(r, 1), -21 - _pos(r, 1)]),),  # both series
+    "i1e": lambda r: (np.concatenate([_pos(r, 2), -_pos(r, 2), 21 + _pos(r, 1), -21 - _pos(r, 1)]),),
 }

@@ -208,3 +208,37 @@ def test_array_methods() -> None:
         assert got.requires_grad
         np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-13)
     check_grads(lambda s: s.prod(axis=1) + s.dot(x).trace() + s.cumprod(0)[-1], [x], order=2)
+
+
+# NumPy's join functions given one array rather than a list take its rows (x[0], x[1], ...)
+JOINS = ["vstack", "hstack", "column_stack", "dstack", "stack", "concatenate"]
+JOINS += ["row_stack"] if hasattr(np, "row_stack") else []  # (gone from the newest NumPy)
+
+
+@pytest.mark.filterwarnings("ignore:`row_stack` alias is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("name", JOINS)
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+def test_joins_given_one_array_take_its_rows(name: str, ndim: int) -> None:
+    x = normal(7, (3, 4, 2)[:ndim])
+    fn = getattr(np, name)
+    if name == "concatenate" and ndim == 1:  # rows of 0 axes: NumPy refuses, and so does LeanPass
+        with pytest.raises(ValueError):
+            fn(x)
+        with pytest.raises(ValueError):
+            fn(Tensor(x))
+        return
+    want = fn(x)
+    same(fn(Tensor(x, requires_grad=True)), want)
+    same(getattr(lp, name)(x), want)
+    same(getattr(lp, name)(Tensor(x)), want)
+    check_grads(fn, [x], order=2)
+    same(lp.jit(fn)(Tensor(x)), want)
+
+
+@pytest.mark.parametrize("name", [n for n in JOINS if n != "row_stack"])
+def test_joins_refuse_what_numpy_refuses(name: str) -> None:
+    with pytest.raises(TypeError, match="0-d"):
+        getattr(np, name)(Tensor(1.0))
+    if name in ("vstack", "hstack", "column_stack", "dstack"):
+        with pytest.raises(TypeError, match="sequence"):
+            getattr(lp, name)(iter([Tensor([1.0])]))

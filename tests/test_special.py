@@ -260,3 +260,39 @@ def test_a_scipy_stats_function_on_a_differentiated_tensor_raises() -> None:
     # message can name lp.stats.norm.logpdf through leanpass.special._scipy_hint, tested above)
     with pytest.raises(TypeError, match="scipy"):
         lp.grad(lambda m: ss.norm.logpdf(1.0, m, 2.0))(0.0)
+
+
+# ----- i0e, i1e: the scaled modified Bessel functions of orders 0 and 1 --------------------------------
+BESSEL_X = np.concatenate([np.linspace(-60.0, 60.0, 24001), np.geomspace(1e-300, 1e300, 601),
+                           -np.geomspace(1e-300, 1e300, 601), [0.0, -0.0, 5e-324, np.inf, -np.inf, np.nan]])
+
+
+@pytest.mark.parametrize("name", ["i0e", "i1e"])
+def test_scaled_bessel_values_over_the_real_line(name: str) -> None:
+    ours, theirs = getattr(S, name), getattr(sp, name)
+    agree(ours(BESSEL_X), theirs(BESSEL_X), rtol=5e-15, atol=1e-323)  # (a subnormal rounds either way)
+    x32 = BESSEL_X[np.abs(BESSEL_X) < 3e38].astype(np.float32)
+    got = ours(x32)
+    assert got.dtype == np.float32
+    agree(got, theirs(x32.astype(np.float64)).astype(np.float32), rtol=1.2e-7, atol=2e-45)  # rounded float32
+    same = np.asarray(ours(Tensor(BESSEL_X))._data)
+    assert np.array_equal(np.asarray(getattr(lp.functional, name)(BESSEL_X)[0]), same, equal_nan=True)
+
+
+def test_scaled_bessel_gradients() -> None:
+    x = np.array([-40.0, -21.0, -3.0, -0.4, 1e-9, 0.3, 2.0, 19.9, 20.1, 35.0])
+    # by hand, from SciPy's values: i0e' = i1e - sign(x) i0e, i1e' = i0e - i1e (sign(x) + 1/x)
+    agree(lp.grad(lambda t: S.i0e(t).sum())(x), sp.i1e(x) - np.sign(x) * sp.i0e(x), rtol=1e-13)
+    agree(lp.grad(lambda t: S.i1e(t).sum())(x), sp.i0e(x) - sp.i1e(x) * (np.sign(x) + 1 / x), rtol=1e-7)
+    away = x[x != 1e-9]  # (both have a kink at 0 in some derivative: i0e in the first, i1e in the second)
+    check_grads(S.i0e, [away], order=2)
+    check_grads(S.i1e, [away], order=2)
+    check_grads(S.i1e, [np.array([1e-9, -1e-9])], order=1)
+    # at 0: i0e has a kink (slopes +1 and -1), whose subgradient 0 is taken; i1e's slope is 1/2
+    assert lp.grad(S.i0e)(0.0) == 0.0 and lp.grad(S.i1e)(0.0) == 0.5
+    eps = 1e-7
+    assert abs((sp.i1e(eps) - sp.i1e(-eps)) / (2 * eps) - 0.5) < 1e-6
+    _, t = lp.jvp(S.i1e, (x,), (np.ones_like(x),))
+    agree(t, lp.grad(lambda v: S.i1e(v).sum())(x), rtol=1e-15)
+    g32 = lp.grad(lambda t: S.i1e(t).sum())(x.astype(np.float32))
+    assert g32.dtype == np.float32 and np.all(np.isfinite(g32))

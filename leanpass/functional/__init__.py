@@ -76,9 +76,9 @@ _LAZY_OPS: dict[str, tuple[str, ...]] = {
     "pooling": ("avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d"),
     "padding": ("pad",),
     "norms": ("batch_norm", "group_norm"),
-    "linalg": ("cholesky", "det", "eigh", "inv", "lstsq", "norm", "pinv", "qr", "slogdet", "solve", "svd"),
+    "linalg": ("cholesky", "cofactor", "det", "eigh", "inv", "lstsq", "norm", "pinv", "qr", "slogdet", "solve", "svd"),
     "special": ("betaln", "digamma", "erfinv", "gammaln", "log_ndtr", "logit", "ndtr", "polygamma", "xlog1py",
-                "xlogy"),
+                "xlogy", "i0e", "i1e"),
 }
 _LAZY_MODULE = {name: module for module, names in _LAZY_OPS.items() for name in names}
 
@@ -122,6 +122,16 @@ class _Table(dict[str, Any]):
     def items(self) -> Any:
         _load_all()
         return dict.items(self)
+
+
+class _Rules(_Table):
+    """A table of rules for some of the ops (``JVPS``): as ``_Table``, but a name that loads on first
+    use is in it only if its module, once loaded, gives it a rule."""
+
+    def __contains__(self, name: object) -> bool:
+        if not dict.__contains__(self, name) and name in _LAZY_MODULE:
+            _load_all()
+        return dict.__contains__(self, name)
 
 
 def _loaded(module: str, namespace: dict[str, Any]) -> None:
@@ -173,11 +183,11 @@ OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
 # The ops of the ELEMENTWISE table get theirs from its derivatives (``t * d(x, ans)``); ``**``,
 # prod and cumprod none: their VJPs (the limits of ``x ** y`` at 0 and inf; exact at zeros) are
 # transposed.
-JVPS: dict[str, Callable[..., Any]] = {
+JVPS: dict[str, Callable[..., Any]] = _Rules({
     **_binary.JVPS, **_unary.JVPS, **_reductions.JVPS, **_shapes.JVPS, **_losses.JVPS,
     **{name: from_derivatives(ds, name in _elementwise._QUIET) for name, (_, ds) in _elementwise.ELEMENTWISE.items()},
     "cumsum": of_first(cumsum),
-}
+})  # (the ops that load on first use add theirs as they load: functional/linalg.py)
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})
