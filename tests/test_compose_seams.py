@@ -84,6 +84,18 @@ def test_lp_ops_under_vmap_take_any_axis_on_arrays_tensors_and_under_grad(exampl
                                            atol=1e-12, err_msg=f"grad {name} axis={ax}")
 
 
+def test_flatten_refuses_dims_out_of_range_instead_of_wrapping_them() -> None:
+    x = np.zeros((2, 3, 4))
+    assert nn.Flatten(-2)(x).shape == (2, 12)
+    for start, end in ((3, -1), (0, 3), (-4, -1)):  # (these wrapped around: (3, -1) gave shape (2, 12))
+        with pytest.raises(np.exceptions.AxisError, match="Flatten"):
+            nn.Flatten(start, end)(x)
+    with pytest.raises(ValueError, match="start_dim 2 comes after end_dim 0"):
+        nn.Flatten(2, 0)(x)
+    with pytest.raises(np.exceptions.AxisError, match="Flatten"):  # one example of a vmap is 1-d
+        lp.vmap(nn.Flatten())(np.zeros((5, 3)))
+
+
 def test_lp_take_with_per_example_indices_and_a_shared_array() -> None:
     rng = np.random.default_rng(0)
     table, idx = rng.standard_normal((4, 5)), rng.integers(0, 5, (3, 2))
