@@ -225,19 +225,18 @@ def run_forward(fn: Any, name: str, raw: list[Any]) -> Any:
     enclosing graphs (one it closes over) is refused, directly or through such a transform
     (``check_outside``): the op's VJP gives no gradient for it, so that part would be lost.
     """
-    live = (2 << _level.get()) - 1  # the trace bits of the graphs that enclose the op
     if not _depth.get():
         out, vjp = fn(*raw)
     else:
         depth = _depth.set(0)
-        outside = _outside.set(live)
+        outside = _outside.set((2 << _level.get()) - 1)  # the trace bits of the graphs that enclose the op
         try:
             out, vjp = fn(*raw)
         finally:
             _outside.reset(outside)
             _depth.reset(depth)
     if type(out) is Tensor:  # (a transform's result, say: a constant unless it reaches those graphs)
-        if out._trace & live:
+        if out._trace & ((2 << _level.get()) - 1):
             raise TypeError(
                 f"apply: the forward of op {name!r} returned a Tensor that depends on a Tensor being "
                 "differentiated outside the op (closed over by the forward): the op's VJP gives no gradient "
@@ -252,8 +251,6 @@ def check_outside(out: Any, where: str) -> None:
     """Refuse a transformed function's output ``out`` that depends on a graph outside the op of the
     user's whose forward calls the transform (see ``run_forward``)."""
     outside = _outside.get()
-    if not outside:
-        return
     from .tree import tree_flatten
 
     for leaf in tree_flatten(out)[0]:

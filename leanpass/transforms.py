@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import tensor as _tensor
-from .engine import _depth, _level, _real_cotangent, check_outside, reverse_pass
+from .engine import _depth, _level, _outside, _real_cotangent, check_outside, reverse_pass
 from .functional import _lift
 from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
@@ -127,7 +127,7 @@ class _Traced:
             _grad_mask.reset(enabled)
             _level.reset(level_token)
             _depth.reset(token)
-        if not self.nested:
+        if not self.nested and _outside.get():  # inside an op's forward (engine.run_forward)
             check_outside(self.out, where)
         self.single = isinstance(argnums, int)
 
