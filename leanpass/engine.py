@@ -26,6 +26,7 @@ from . import functional as F
 from . import tensor as _tensor
 from .functional.unary import _pass_through
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled
+from .tree import tree_flatten
 
 # leanpass.batching.settle once vmap has been imported: it sums a per-example cotangent over the
 # examples where it reaches an input that the examples share (see leanpass.batching).
@@ -251,8 +252,6 @@ def check_outside(out: Any, where: str) -> None:
     """Refuse a transformed function's output ``out`` that depends on a graph outside the op of the
     user's whose forward calls the transform (see ``run_forward``)."""
     outside = _outside.get()
-    from .tree import tree_flatten
-
     for leaf in tree_flatten(out)[0]:
         if type(leaf) is Tensor and leaf._trace & outside:
             raise TypeError(

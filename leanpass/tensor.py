@@ -916,7 +916,8 @@ def stop_gradient(x: Any) -> Any:
     if type(x) is Tensor:
         return _const(x._data)
     leaves, treedef = tree_flatten(x)
-    if treedef.kind is None or (type(x) in (list, tuple) and all(isinstance(v, (int, float)) for v in leaves)):
+    numbers = type(x) in (list, tuple) and all(isinstance(v, (int, float, np.generic)) for v in leaves)
+    if treedef.kind is None or numbers:
         return _stopped(x)
     return tree_unflatten(treedef, [_const(v._data) if type(v) is Tensor else _stopped(v) for v in leaves])
 
