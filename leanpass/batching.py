@@ -119,9 +119,10 @@ class Batched(NDArrayOperatorsMixin):
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise TypeError(
             "vmap: a batched value cannot become a plain NumPy array (np.asarray, np.array or a "
-            "function without a batching rule was called on it inside vmap). Compute with NumPy "
-            "functions and operators, or LeanPass ops, which are batched; return the value from "
-            "the mapped function to get the array of all examples."
+            "function without a batching rule was called on it inside vmap, or a NumPy function that "
+            "does not dispatch on it, such as np.take(plain_array, batched_indices): use lp.take). "
+            "Compute with NumPy functions and operators, or LeanPass ops, which are batched; return "
+            "the value from the mapped function to get the array of all examples."
         )
 
     def _scalar(self, kind: str) -> Any:
@@ -456,7 +457,9 @@ def _ufunc(lvl: Level, ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kw
         where = kwargs.get("where")
         if type(where) is Batched:
             kwargs["where"] = _align(lvl, (a, where))[0][1]
-        result = ufunc.reduce(a.value, axis=_axes(axis, nd) if nd or axis is None else axis, **kwargs)
+        if nd == 0 and axis in (0, -1):  # a 0-d example has only NumPy's legacy axis 0: nothing to reduce
+            axis = ()
+        result = ufunc.reduce(a.value, axis=_axes(axis, nd), **kwargs)
     elif method == "accumulate":
         result = ufunc.accumulate(a.value, axis=_axis(kwargs.pop("axis", 0), nd), **kwargs)
     elif method == "reduceat":

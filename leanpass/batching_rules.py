@@ -105,7 +105,8 @@ def _reduction(func: Any, flat_none: bool = False, default: Any = None, call: An
             kwargs["where"] = _align(lvl, (a, where))[0][1]
         v = a.value
         nd = v.ndim - 1
-        if axis is None and flat_none:
+        flat = axis is None and flat_none
+        if flat:
             v = v.reshape(v.shape[0], -1)
             ax: Any = 1
         elif nd == 0 and axis in (None, 0, -1, ()):
@@ -114,7 +115,10 @@ def _reduction(func: Any, flat_none: bool = False, default: Any = None, call: An
                 raise np.exceptions.AxisError(axis, 0)
         else:
             ax = _axes(axis, nd)
-        return Batched((func if args else call)(v, ax, *args, **kwargs), lvl)
+        out = func(v, ax, *args, **kwargs) if args else call(v, axis=ax, **kwargs)
+        if flat and kwargs.get("keepdims"):  # (argmax(keepdims=True) of the flattened example: all axes kept, size 1)
+            out = out.reshape(out.shape[:1] + (1,) * nd)
+        return Batched(out, lvl)
 
     return rule
 
@@ -161,7 +165,7 @@ def _diff(lvl: Level, a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoV
         def full(p: Any) -> Any:
             if _ndim(p) == 0:
                 s = list(shape)
-                s[ax % nd] = 1
+                s[_axis(ax, nd) - 1] = 1
                 return np.broadcast_to(p, tuple(s))
             return p
         if prepend is not np._NoValue:
@@ -431,7 +435,7 @@ def _take(lvl: Level, a: Any, indices: Any, axis: Any = None, out: Any = None, m
     nd = _ndim(a)
     if not _is(a, lvl):
         a = Batched(_spread(lvl, a), lvl)
-    return a[(slice(None),) * (axis % nd) + (indices,)]
+    return a[(slice(None),) * (_axis(axis, nd) - 1) + (indices,)]
 
 
 @_rule(np.take_along_axis)
@@ -550,11 +554,13 @@ def _tensordot(lvl: Level, a: Any, b: Any, axes: Any = 2) -> Any:
     ax_a: list[Any]
     ax_b: list[Any]
     if isinstance(axes, (int, np.integer)):
+        if not 0 <= axes <= min(na, nb):
+            raise ValueError(f"tensordot: axes={axes} but the operands have {na} and {nb} axes")
         ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
     else:
         ax_a, ax_b = ([x] if isinstance(x, (int, np.integer)) else list(x) for x in axes)
-    ax_a = [x % na for x in ax_a]
-    ax_b = [x % nb for x in ax_b]
+    ax_a = [_axis(int(x), na) - 1 for x in ax_a]
+    ax_b = [_axis(int(x), nb) - 1 for x in ax_b]
     la = [_LETTERS[i] for i in range(na)]
     lb = [_LETTERS[na + i] for i in range(nb)]
     for i, j in zip(ax_a, ax_b):

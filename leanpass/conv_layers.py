@@ -258,7 +258,10 @@ class Flatten(Module):
     def __call__(self, x: ArrayLike) -> Tensor:
         """``x`` with the axes flattened."""
         shape = np.shape(x._data if type(x) is Tensor else x)
-        a, b = self.start_dim % len(shape), self.end_dim % len(shape)
+        a, b = ops._axis(self.start_dim, len(shape), "Flatten"), ops._axis(self.end_dim, len(shape), "Flatten")
+        if a > b:
+            raise ValueError(f"Flatten: start_dim {self.start_dim} comes after end_dim {self.end_dim} "
+                             f"for an input of shape {shape}")
         return ops.reshape(x, shape[:a] + (-1,) + shape[b + 1:])
 
     def _summary(self) -> str:

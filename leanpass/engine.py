@@ -26,6 +26,7 @@ from . import functional as F
 from . import tensor as _tensor
 from .functional.unary import _pass_through
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled
+from .tree import tree_flatten
 
 # leanpass.batching.settle once vmap has been imported: it sums a per-example cotangent over the
 # examples where it reaches an input that the examples share (see leanpass.batching).
@@ -37,15 +38,20 @@ _depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
 # running (whose rules may call transforms of their own, e.g. a custom op's VJP). A new
 # transform takes the next bit, so it never shares one with a graph that is still live.
 _level: ContextVar[int] = ContextVar("leanpass_trace_level", default=0)
+# While the forward of an op of the user's (``apply``) runs inside transforms: the trace bits of
+# their graphs (0 otherwise). See ``run_forward``.
+_outside: ContextVar[int] = ContextVar("leanpass_outside_op", default=0)
 
 
 def reverse_pass(
-    roots: list[Tensor], seeds: list[Any], mask: int, create_graph: bool = False
+    roots: list[Tensor], seeds: list[Any], mask: int, create_graph: bool = False, start: int = 0
 ) -> dict[int, tuple[Tensor, Any]]:
     """Pull ``seeds`` back from ``roots``; return ``{t._seq: (t, cotangent)}`` for the inputs reached.
 
     The inputs are the leaves (nodes with no VJP) and a transform's inputs that are linked to
-    an outer graph (``identity`` nodes whose parent is not differentiated by this pass).
+    an outer graph (``identity`` nodes whose parent is not differentiated by this pass, or was
+    made before ``start``, when the transform's inputs were: a value that an earlier transform
+    of the same nesting level returned carries that transform's trace bit, which is this one's).
     """
     nodes: dict[int, Tensor] = {}  # seq -> node waiting for its VJP
     grads: dict[int, Any] = {}  # seq -> its cotangent so far
@@ -66,7 +72,7 @@ def reverse_pass(
             node = nodes.pop(s)
             g = grads.pop(s)
         vjp = node._vjp
-        if vjp is None or (vjp is _pass_through and not node._a._trace & mask):
+        if vjp is None or (vjp is _pass_through and (not node._a._trace & mask or node._a._seq < start)):
             hit = leaves.get(node._seq)  # (a root that is a leaf may also be reached below)
             leaves[node._seq] = (node, g) if hit is None else (node, hit[1] + g)
             node = None
@@ -209,3 +215,51 @@ def _match(g: Any, like: Tensor) -> Any:
     if np.shape(g) != like.shape:
         g = np.broadcast_to(g, like.shape)
     return np.asarray(g, dtype=dtype)
+
+
+def run_forward(fn: Any, name: str, raw: list[Any]) -> Any:
+    """``fn(*raw)``: the forward of op ``name`` of the user's, recorded with ``apply``, on its inputs' arrays.
+
+    Inside transforms (``grad(lambda a: apply(op, "op", a))``), a transform the forward calls (HIPS
+    autograd's ``fixed_point`` pattern) is a fresh computation on those arrays: it runs as at the
+    top level and gives arrays, whatever encloses the op. A forward that reaches a Tensor of the
+    enclosing graphs (one it closes over) is refused, directly or through such a transform
+    (``check_outside``): the op's VJP gives no gradient for it, so that part would be lost.
+    """
+    if not _depth.get():
+        out, vjp = fn(*raw)
+    else:
+        depth = _depth.set(0)
+        outside = _outside.set((2 << _level.get()) - 1)  # the trace bits of the graphs that enclose the op
+        try:
+            out, vjp = fn(*raw)
+        finally:
+            _outside.reset(outside)
+            _depth.reset(depth)
+    if type(out) is Tensor:  # (a transform's result, say: a constant unless it reaches those graphs)
+        if out._trace & ((2 << _level.get()) - 1):
+            raise TypeError(
+                f"apply: the forward of op {name!r} returned a Tensor that depends on a Tensor being "
+                "differentiated outside the op (closed over by the forward): the op's VJP gives no gradient "
+                "for it, so that part would be lost. Pass it to apply as an argument, and return its "
+                "cotangent from the VJP."
+            )
+        out = out._data
+    return out, vjp
+
+
+def check_outside(out: Any, where: str) -> None:
+    """Refuse a transformed function's output ``out`` that depends on a graph outside the op of the
+    user's whose forward calls the transform (see ``run_forward``)."""
+    outside = _outside.get()
+    for leaf in tree_flatten(out)[0]:
+        if type(leaf) is Tensor and leaf._trace & outside:
+            raise TypeError(
+                f"{where} inside the forward of an op recorded with apply reached a Tensor being "
+                "differentiated outside the op (closed over by the forward): the op's VJP gives no "
+                "gradient for it, so that part would be lost. Pass it to apply as an argument, and "
+                "return its cotangent from the VJP."
+            )
+
+
+_tensor._custom_forward = run_forward

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .forward import Sweep, jvp
+from .functional import _lift
 from .tensor import Tensor, _const
 from .transforms import _split_aux, _Traced, grad
 from .tree import _first_difference, tree_flatten, tree_unflatten
@@ -28,7 +29,12 @@ Argnums = int | tuple[int, ...]
 
 
 def _data(x: Any) -> Any:
-    return x._data if type(x) is Tensor else np.asarray(x)
+    return x._data if type(x) is Tensor else x if isinstance(x, _lift.RAW) else np.asarray(x)
+
+
+def _cast(x: Any, dtype: Any) -> Any:
+    """``np.asarray(x, dtype)``, keeping a stand-in of vmap or jit (inside ``vmap(jacrev(f))``, say)."""
+    return x.astype(dtype, copy=False) if isinstance(x, _lift.RAW) else np.asarray(x, dtype)
 
 
 def _assemble(tr: _Traced, out_leaves: list[Any], out_def: Any, block: Callable[[int, int, int], Any]) -> Any:
@@ -57,7 +63,7 @@ def _block(pieces: list[Any], axis: int, shape: tuple[int, ...], like: Any, dtyp
             pieces, axis=axis)
         t = t.reshape(shape)
         return t if nested else _const(t._data)
-    out = np.stack([np.asarray(p, dtype) for p in pieces], axis=axis).reshape(shape)
+    out = np.stack([_cast(p, dtype) for p in pieces], axis=axis).reshape(shape)
     return _const(out) if type(like) is Tensor else out
 
 
@@ -65,7 +71,7 @@ def _outputs(tr: _Traced, has_aux: bool, where: str) -> tuple[Any, Any, list[Any
     out, aux = _split_aux(tr.out, has_aux, where)
     out_leaves, out_def = tree_flatten(out)
     for o in out_leaves:
-        if type(o) is not Tensor and not isinstance(o, (int, float, np.ndarray, np.generic)):
+        if type(o) is not Tensor and not isinstance(o, (int, float, np.generic)) and not _lift.is_array(o):
             raise TypeError(
                 f"{where}: f must return arrays, Tensors or pytrees of them, but an output is a "
                 f"{type(o).__name__}."
@@ -228,7 +234,7 @@ def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
                 vs.append(b)
                 continue
             data = _data(a)
-            vb = np.asarray(_data(b), dtype=data.dtype if data.dtype.kind == "f" else None)  # x's dtype
+            vb = _cast(_data(b), data.dtype if data.dtype.kind == "f" else None)  # x's dtype
             if vb.shape != data.shape:
                 raise ValueError(f"hvp: v must have the shape of x, {data.shape}, but has shape {vb.shape}")
             vs.append(vb)

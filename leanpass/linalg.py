@@ -20,7 +20,7 @@ import numpy as np
 
 from . import functional as F
 from .functional.linalg import unpack_qr, unpack_svd
-from .ops import _tensor
+from .ops import _as_tensor, _tensor
 from .ops import abs as _abs
 from .ops import max as _max
 from .ops import min as _min
@@ -329,7 +329,7 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool, nd: in
         pick = _max if ord in (1, np.inf) else _min
         out = pick(s, axis=over, keepdims=True)
     elif ord in (2, -2, "nuc"):
-        t = x if type(x) is Tensor else Tensor(x)
+        t = _as_tensor(x)
         rest = [i for i in range(nd) if i not in axes]
         s = svd(t.transpose(*rest, row, col), compute_uv=False)
         out = (_sum(s, axis=-1) if ord == "nuc" else (_max if ord == 2 else _min)(s, axis=-1))

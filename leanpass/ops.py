@@ -12,12 +12,33 @@ import numpy as np
 
 from . import functional as F
 from .functional import _lift
-from .tensor import ArrayLike, Tensor, _astype, _axis_not_dim, _binary, _linear, _shape_arg, _unary, _value, apply
+from .tensor import (
+    ArrayLike,
+    Tensor,
+    _astype,
+    _axis_not_dim,
+    _binary,
+    _const,
+    _linear,
+    _shape_arg,
+    _unary,
+    _value,
+    apply,
+)
 
 
 def _tensor(x: ArrayLike) -> Any:
     """Lists become arrays; Tensors, arrays and numbers pass through."""
     return np.asarray(x) if isinstance(x, (list, tuple)) else x
+
+
+def _as_tensor(x: ArrayLike) -> Tensor:
+    """``x`` as a Tensor: itself, a constant holding a stand-in of vmap or jit as it is, else a new Tensor."""
+    if type(x) is Tensor:
+        return x
+    if type(x) is not np.ndarray and _lift.is_array(x):
+        return _const(x)
+    return Tensor(_tensor(x))
 
 
 # ----- arithmetic --------------------------------------------------------------------------------
@@ -461,7 +482,7 @@ def split(x: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Tensor]
     >>> [p.tolist() for p in split(Tensor([1.0, 2.0, 3.0, 4.0]), 2)]
     [[1.0, 2.0], [3.0, 4.0]]
     """
-    t = x if type(x) is Tensor else Tensor(_tensor(x))
+    t = _as_tensor(x)
     if t.ndim == 0:
         raise ValueError("split: a 0-d Tensor has no axis to split; reshape it first (t.reshape(1))")
     axis = _axis(axis, t.ndim, "split")
@@ -496,7 +517,7 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
     Tensor([[3., 4.],
             [3., 4.]])
     """
-    t = x if type(x) is Tensor else Tensor(_tensor(x))
+    t = _as_tensor(x)
     idx = _value(indices)
     idx = idx if isinstance(idx, _lift.RAW) else np.asarray(idx)
     if idx.dtype.kind not in "iu":

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import functional as F
 from .functional import _lift
+from .tree import tree_flatten, tree_unflatten
 
 # Which trace bits may record right now: -1 (all) normally, 0 inside ``no_grad()``.
 _grad_mask: ContextVar[int] = ContextVar("leanpass_grad_mask", default=-1)
@@ -828,8 +829,8 @@ def _astype(x: Any, dtype: Any) -> Tensor:
     constant (rounding has no gradient: a recorded cast would pass ``g`` back as if it had one)."""
     dt = np.dtype(dtype)
     if dt.kind in "biu":
-        data = x._data if type(x) is Tensor else np.asarray(_plain(x, "astype"))
-        return _const(np.asarray(data).astype(dt))
+        data = x._data if type(x) is Tensor else _plain(x, "astype")
+        return _const((data if isinstance(data, _lift.RAW) else np.asarray(data)).astype(dt))
     return _unary(F.astype, "astype", x, dt)
 
 
@@ -955,16 +956,33 @@ def _numpy_caller() -> str | None:
     return None
 
 
-def stop_gradient(x: ArrayLike) -> Tensor:
+def stop_gradient(x: Any) -> Any:
     """The same values as a constant: no gradient flows through the result (JAX's name for ``detach``).
+
+    A pytree (a dict, list or tuple of Tensors and arrays, or a module) comes back in the same
+    structure with every leaf a constant Tensor; a (nested) list of numbers is one array, as in NumPy.
 
     >>> import leanpass as lp
     >>> lp.grad(lambda x: x * lp.stop_gradient(x))(3.0)
     np.float64(3.0)
+    >>> lp.stop_gradient({"w": Tensor([1.0], requires_grad=True), "b": [np.zeros(2)]})
+    {'w': Tensor([1.]), 'b': [Tensor([0., 0.])]}
     """
     if type(x) is Tensor:
         return _const(x._data)
-    return _const(np.asarray(x if isinstance(x, (list, tuple)) else _plain(x, "stop_gradient")))
+    leaves, treedef = tree_flatten(x)
+    numbers = type(x) in (list, tuple) and all(isinstance(v, (int, float, np.generic)) for v in leaves)
+    if treedef.kind is None or numbers:
+        return _stopped(x)
+    return tree_unflatten(treedef, [_const(v._data) if type(v) is Tensor else _stopped(v) for v in leaves])
+
+
+def _stopped(x: Any) -> Tensor:
+    """A constant Tensor of a value that is not a Tensor (a stand-in of vmap or jit kept as it is)."""
+    if isinstance(x, (list, tuple)):
+        return _const(np.asarray(x))
+    v = _plain(x, "stop_gradient")
+    return _const(v if isinstance(v, _lift.RAW) else np.asarray(v))
 
 
 def _binary(fn: Callable[..., Any], name: str, a: Any, b: Any) -> Tensor:
@@ -1024,7 +1042,7 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
             need.append(False)
     builtin = F.OPS.get(name)
     if builtin is None:
-        out, vjp = fn(*raw)
+        out, vjp = fn(*raw) if _custom_forward is None else _custom_forward(fn, name, raw)
     elif builtin is not fn:
         raise ValueError(
             f"apply: {name!r} is the name of a built-in op; give your op a name of its own."
@@ -1107,6 +1125,9 @@ _in_replay = 0  # > 0 while a create_graph=True backward pass replays rules (ops
 # which makes each recorded node with its tangent (None otherwise). jvp sets _no_grad_entered, so
 # that the recorders come here.
 _forward_hook: Any = None
+# leanpass.engine's ``run_forward(fn, name, raw)``: the forward of an op of the user's (``apply``) on its
+# inputs' arrays, where a transform it calls is a computation of its own (set when engine loads).
+_custom_forward: Any = None
 
 
 def _recorded(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...],

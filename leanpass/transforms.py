@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import tensor as _tensor
-from .engine import _depth, _level, _real_cotangent, reverse_pass
+from .engine import _depth, _level, _outside, _real_cotangent, check_outside, reverse_pass
 from .functional import _lift
 from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
@@ -105,6 +105,8 @@ class _Traced:
         self.nested = depth > 0
         self.where = where
         bit = self.bit
+        # Nodes made before the inputs cannot depend on them (one may carry this bit: see reverse_pass).
+        self.start = _next_seq()
         self.trees = []
         self.inputs = []
         new_args = list(args)
@@ -129,6 +131,8 @@ class _Traced:
             _grad_mask.reset(enabled)
             _level.reset(level_token)
             _depth.reset(token)
+        if not self.nested and _outside.get():  # inside an op's forward (engine.run_forward)
+            check_outside(self.out, where)
         self.single = isinstance(argnums, int)
 
     def _tie(self, nums: tuple[int, ...], new_args: list[Any]) -> None:
@@ -158,12 +162,12 @@ class _Traced:
             try:
                 with _grad_enabled():
                     seeds_ = [s if type(s) is Tensor else _const(s) for _, s in live]
-                    leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, True)
+                    leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, True, self.start)
             finally:
                 _level.reset(level_token)
         else:  # raw arrays: nothing is recorded
             seeds_ = [s._data if type(s) is Tensor else s for _, s in live]
-            leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False)
+            leaves = reverse_pass([r for r, _ in live], seeds_, self.bit, False, self.start)
         results = []
         made: dict[int, Any] | None = {} if self.tied else None  # tied: one gradient, the same object at each place
         for (orig, treedef), ins in zip(self.trees, self.inputs):
