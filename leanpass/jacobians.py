@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .forward import Sweep, jvp
+from .functional import _lift
 from .tensor import Tensor, _const
 from .transforms import _split_aux, _Traced, grad
 from .tree import _first_difference, tree_flatten, tree_unflatten
@@ -28,7 +29,14 @@ Argnums = int | tuple[int, ...]
 
 
 def _data(x: Any) -> Any:
-    return x._data if type(x) is Tensor else np.asarray(x)
+    return x._data if type(x) is Tensor else _as(x)
+
+
+def _as(x: Any, dtype: Any = None) -> Any:
+    """``np.asarray(x, dtype)``, kept on the trace for a stand-in of jit (or vmap), which it would make a constant."""
+    if isinstance(x, _lift.RAW) and type(x) is not np.ndarray:
+        return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+    return np.asarray(x, dtype)
 
 
 def _assemble(tr: _Traced, out_leaves: list[Any], out_def: Any, block: Callable[[int, int, int], Any]) -> Any:
@@ -57,7 +65,7 @@ def _block(pieces: list[Any], axis: int, shape: tuple[int, ...], like: Any, dtyp
             pieces, axis=axis)
         t = t.reshape(shape)
         return t if nested else _const(t._data)
-    out = np.stack([np.asarray(p, dtype) for p in pieces], axis=axis).reshape(shape)
+    out = np.stack([_as(p, dtype) for p in pieces], axis=axis).reshape(shape)
     return _const(out) if type(like) is Tensor else out
 
 
@@ -221,7 +229,7 @@ def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
                 vs.append(b)
                 continue
             data = _data(a)
-            vb = np.asarray(_data(b), dtype=data.dtype if data.dtype.kind == "f" else None)  # x's dtype
+            vb = _as(_data(b), dtype=data.dtype if data.dtype.kind == "f" else None)  # x's dtype
             if vb.shape != data.shape:
                 raise ValueError(f"hvp: v must have the shape of x, {data.shape}, but has shape {vb.shape}")
             vs.append(vb)
