@@ -269,7 +269,10 @@ def _make_inplace(name: str, symbol: str, ufunc: Any) -> Callable[..., Any]:
         if not isinstance(other, _KNOWN):
             return NotImplemented
         if isinstance(self._v, np.ndarray):  # in place, as NumPy does it: the same array comes back
-            self._tr.call(ufunc, (self, other), {"out": (self,)}, ufunc=ufunc)
+            if name == "pow":  # (NumPy's own operator, as for x ** p)
+                self._tr.call(pyop, (self, other), {})
+            else:
+                self._tr.call(ufunc, (self, other), {"out": (self,)}, ufunc=ufunc)
             return self
         return self._tr.binary(getattr(operator, name if name not in ("and", "or") else name + "_"),
                                symbol, ufunc, self, other)
@@ -496,7 +499,8 @@ class _Trace:
         if out_kw is not None:  # a ufunc writing into arrays given with out=
             for o in (out_kw if type(out_kw) is tuple else (out_kw,)):
                 writes.add(self._written(o))
-        if form == "setitem" or fn in _WRITES_FIRST or fn is np.ufunc.at or getattr(fn, "__name__", "") == "at":
+        if (form == "setitem" or fn in _WRITES_FIRST or fn is np.ufunc.at or getattr(fn, "__name__", "") == "at"
+                or fn is operator.ipow):
             writes.add(self._written(args[0]))
         for w in writes:
             if w in self.inputs_storage:
@@ -549,6 +553,8 @@ class _Trace:
             return self.call(pyop, (a, b), {})
         if symbol == "@":
             return self.call(np.matmul, (a, b), {})
+        if symbol == "**":  # NumPy's own operator: before NumPy 2 it is np.square for x ** 2 (sqrt, ...), not np.power
+            return self.call(pyop, (a, b), {})
         return self.call(ufunc, (a, b), {}, ufunc=ufunc)
 
     def unary(self, pyop: Any, ufunc: Any, a: TracedArray) -> Any:

@@ -564,6 +564,24 @@ def test_constants_keep_their_memory_layout(use, layout, dtype):
     assert returned.strides == a.strides and np.array_equal(returned, a)
 
 
+def test_powers_replay_numpys_operator():
+    """``x ** 2`` is NumPy's operator, which before NumPy 2 takes np.square (np.sqrt for 0.5,
+    np.reciprocal for -1, ...) rather than np.power: the replay makes the same call."""
+    def f(x, y):
+        z = x * 1.0
+        z **= 2
+        y **= 0.5  # (in place, in an argument)
+        return [z, y, x ** -1, x ** 1, x ** 0, x ** 0.5, x ** 2.0, x ** 3, 2.0 ** x, np.float32(1.5) ** x]
+
+    rng = np.random.default_rng(6)
+    for dtype in (np.float32, np.float64):
+        jitted = lp.jit(f)
+        for _ in range(3):
+            x = rng.uniform(0.5, 2.0, 50).astype(dtype)
+            a, b = x.copy(), x.copy()
+            assert same(jitted(x, a), f(x, b)) and same(a, b)
+
+
 def _max_jvp(x, t):
     return lp.jvp(lambda x: lp.max(x, axis=0), (x,), (t,))
 
