@@ -698,17 +698,17 @@ def _writable(a: np.ndarray) -> np.ndarray:
 
 
 def _copy(x: np.ndarray) -> np.ndarray:
-    """A copy of ``x`` with its strides (transposed, reversed, with gaps): NumPy's loops and BLAS's
-    kernels choose their order of summation by layout, so a constant keeps the layout it had in ``f``.
-    A view spread over more than ``_SPREAD`` times its size (and over 16 MB) is copied compactly, its
-    axes in the same order."""
-    if x.flags.c_contiguous or x.dtype.hasobject:
-        return x.copy(order="K")
+    """A copy of ``x`` with its strides (transposed, reversed, with gaps) and its address modulo 64:
+    NumPy's loops and BLAS's kernels choose their order of summation by layout, so a constant keeps
+    the layout it had in ``f``. A view spread over more than ``_SPREAD`` times its size (and over
+    16 MB) is copied compactly instead, its axes in the same order."""
     low = sum(s * (n - 1) for s, n in zip(x.strides, x.shape) if s < 0)
     span = sum(s * (n - 1) for s, n in zip(x.strides, x.shape) if s > 0) + x.itemsize - low
-    if x.size == 0 or (span > _SPREAD * x.nbytes and span > 1 << 24):
+    if x.size == 0 or x.dtype.hasobject or (span > _SPREAD * x.nbytes and span > 1 << 24):
         return x.copy(order="K")
-    out: np.ndarray = np.ndarray(x.shape, x.dtype, np.zeros(span, np.uint8), -low, x.strides)
+    buffer = np.zeros(span + 64, np.uint8)
+    shift = (x.ctypes.data + low - buffer.ctypes.data) % 64
+    out: np.ndarray = np.ndarray(x.shape, x.dtype, buffer, shift - low, x.strides)
     out[...] = x
     return out
 
