@@ -1149,13 +1149,10 @@ def _held_generators(f: Any, statics: list[tuple[int, Any]], leaves: list[Any]) 
 
     The walk follows a bound method's object, a callable object's attributes, closures, the globals
     a function names, defaults, ``functools.partial`` arguments, static arguments, containers and
-    the attributes of the objects found there (a few levels deep), and NumPy's global generator. A
-    generator whose state changes while ``f`` is traced drew numbers that the program would replay.
+    the attributes of the objects found there (a few levels deep). A generator whose state changes
+    while ``f`` is traced drew numbers that the program would replay.
     """
     todo: list[tuple[str, Any, int]] = [(f"static argument {i}", a, 1) for i, a in statics]
-    legacy = getattr(np.random, "mtrand", None)
-    if legacy is not None and hasattr(legacy, "_rand"):
-        todo.append(("NumPy's global generator (np.random.rand, np.random.normal, ...)", legacy._rand, 9))
     if isinstance(f, types.MethodType):
         todo += [("", f.__func__, 0), ("self", f.__self__, 1)]
     elif isinstance(f, (types.FunctionType, functools.partial, Jitted)):
