@@ -1003,9 +1003,23 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
             names[iv] = fresh()
             param_names.append(names[iv])
     lines = []
-    arrays = [names[v] for v in input_vars if v is not None and type(tr.values[v]) is np.ndarray]
-    if len(arrays) > 1 and (donate or any(ins.writes & input_storage for ins in kept)):
-        lines.append(f"    if _aliases({', '.join(arrays)}) != {aliasing!r}: raise _GF")
+    arrays = [v for v in input_vars if v is not None and type(tr.values[v]) is np.ndarray]
+    written = {s for ins in kept for s in ins.writes} & input_storage
+    changing = [v for k, v in enumerate(input_vars) if v in arrays and (k in donate or storage[v] in written)]
+    if changing and len(arrays) > 1:  # arrays it writes into (or may, donated) must alias as when traced
+        test = f"_aliases({', '.join(names[v] for v in arrays)}) != {aliasing!r}"
+        if aliasing is None:  # first a quick test, true whenever they could share memory
+            quick = [f"{names[v]}.base is not None" for v in changing]  # each owns its memory, so then ...
+            for v in changing:  # ... only the same array, or a view of it, shares it
+                key = (tr.values[v].shape, tr.values[v].dtype, tr.values[v].strides)
+                quick += [f"{names[v]} is {names[u]}" for u in arrays[arrays.index(v) + 1:]
+                          if (tr.values[u].shape, tr.values[u].dtype, tr.values[u].strides) == key]
+            for u in arrays:
+                if u not in changing:
+                    bases = " or ".join(f"{names[u]}.base is {names[v]}" for v in changing)
+                    quick.append(f"({names[u]}.base is not None and ({bases}))")
+            test = f"({' or '.join(quick)}) and {test}"
+        lines.append(f"    if {test}: raise _GF")
     lines += [f"    if not {names[r]}.flags.writeable: {names[r]} = _writable({names[r]})"
               for r in dict.fromkeys(writable_inputs)]  # a donated array written into: unlock it, or copy it
     for i, ins in enumerate(kept):
