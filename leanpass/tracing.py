@@ -1130,29 +1130,20 @@ def _difference(old: Any, new: Any, args: tuple[Any, ...], kwargs: dict[str, Any
     """What changed from signature ``old`` to ``new``, for the warning about traces for new signatures."""
     if old is None or old[0] != new[0] or len(old[2]) != len(new[2]):
         return "the last change: the structure of the arguments"
-    if old[1] != new[1]:
-        for (i, a), (_, b) in zip(old[1], new[1]):
-            if a is not b and a != b:
-                return f"the last change: static argument {i}, {a!r:.40} then {b!r:.40}"
+    for (i, a), (_, b) in zip(old[1], new[1]):
+        if a is not b and a != b:
+            return f"the last change: static argument {i}, {a!r:.40} then {b!r:.40}"
     for k, (a, b) in enumerate(zip(old[2], new[2])):
         if a != b:
             name = _leaf_names(args, kwargs, statics)[k]
-            if type(a) is tuple and type(b) is tuple and len(a) == len(b) and a[0] in (np.ndarray, Tensor):
-                what = ("shape", "dtype", "layout")[[a[1] != b[1], a[2] != b[2], True].index(True)]
-                return f"the last change: {name}, {what} {_show_key(a, what)} then {_show_key(b, what)}"
-            return f"the last change: {name}, a {_show_key(a, 'type')} then a {_show_key(b, 'type')}"
-    return "the last change: the arguments' signature"
-
-
-def _show_key(k: Any, what: str) -> str:
-    if what == "shape":
-        return repr(k[1])
-    if what == "dtype":
-        return str(k[2])
-    if what == "layout":
-        return "C-contiguous" if k[3] is None else f"strides {k[3]}"
-    t = k if type(k) is type else k[0] if type(k) is tuple and k[0] != "static" else k[1] if type(k) is tuple else k
-    return getattr(t, "__name__", str(t))
+            if type(a) is tuple and type(b) is tuple and a[0] == b[0] and a[0] in (np.ndarray, Tensor) and len(a) > 3:
+                for i, what in ((1, "shape"), (2, "dtype"), (3, "layout")):
+                    if a[i] != b[i]:
+                        show = [repr(a[1]), str(a[2]), f"strides {a[3]}" if a[3] else "C order"][i - 1]
+                        then = [repr(b[1]), str(b[2]), f"strides {b[3]}" if b[3] else "C order"][i - 1]
+                        return f"the last change: {name}, {what} {show} then {then}"
+            return f"the last change: {name}"
+    return "the last change: the arguments"
 
 
 _WALK = 2000  # objects visited at most, looking for generators the function can reach
@@ -1187,7 +1178,11 @@ def _held_generators(f: Any, statics: list[tuple[int, Any]], leaves: list[Any]) 
             continue
         if depth > 4 or isinstance(x, _OPAQUE):
             continue
-        for sub, child in _children(x):
+        try:
+            children = _children(x)
+        except Exception:  # noqa: BLE001 - (an object whose attributes cannot be read: not followed)
+            continue
+        for sub, child in children:
             todo.append((sub if not name or sub[:1] not in ".[" else name + sub, child, depth + 1))
     return found
 
@@ -1249,11 +1244,14 @@ class Jitted:
         self.strict = strict
         self.cache_size = cache_size
         self.where = f"jit({getattr(f, '__name__', type(f).__name__)})"
-        # signature -> [programs (newest first), trace count, checker]; least recently used first
+        # signature -> [programs (newest first), trace count, checker, when it was last used]
         self._cache: dict[Any, list[Any]] = {}
         self._lock = threading.Lock()
         self.trace_count = 0
         self._signatures = 0  # traces for a signature not in the cache
+        self._uses = 0  # calls that found their signature in the cache, or traced it
+        # positional arguments a call must have for static_argnums and donate_argnums
+        self._nargs = max([i + 1 if i >= 0 else -i for i in static_argnums + donate_argnums], default=0)
         self._eager: set[Any] = set()
         self._fast: Any = None  # (checker, program) of the last signature replayed
         names = _closure_generators(f)
@@ -1288,13 +1286,14 @@ class Jitted:
         if _depth.get() or getattr(_local, "trace", None) is not None or _tensor_module._debug_nans:
             # inside grad/vjp (its ops join that graph), another jit's trace, or debug_nans (it checks each op)
             return self.f(*args, **kwargs)
-        for name, nums in (("static_argnums", self.static_argnums), ("donate_argnums", self.donate_argnums)):
-            for i in nums:
-                if not -len(args) <= i < len(args):
-                    raise ValueError(
-                        f"{self.where}: {name}={nums!r}, but the function was called with {len(args)} positional "
-                        f"argument{'s' if len(args) != 1 else ''}: pass argument {i} by position"
-                    )
+        if len(args) < self._nargs:
+            for name, nums in (("static_argnums", self.static_argnums), ("donate_argnums", self.donate_argnums)):
+                for i in nums:
+                    if not -len(args) <= i < len(args):
+                        raise ValueError(
+                            f"{self.where}: {name}={nums!r}, but the function was called with {len(args)} "
+                            f"positional argument{'s' if len(args) != 1 else ''}: pass argument {i} by position"
+                        )
         statics: list[tuple[int, Any]] = []
         dynamic: list[Any] = []
         for i, a in enumerate(args):
@@ -1321,9 +1320,8 @@ class Jitted:
             return self.f(*args, **kwargs)
         entry = self._cache.get(key)
         if entry is not None:
-            with self._lock:  # now the most recently used
-                if self._cache.pop(key, None) is not None:
-                    self._cache[key] = entry
+            self._uses += 1
+            entry[3] = self._uses
             raw = [x._data if type(x) is Tensor else x for x in leaves]
             for prog in entry[0]:
                 states = [raw[i].bit_generator.state for i in prog.rng_inputs] if prog.save_rng else None
@@ -1339,8 +1337,6 @@ class Jitted:
                         for i, s in zip(prog.rng_inputs, states):
                             raw[i].bit_generator.state = s
                     break
-                if len(entry) == 2:
-                    entry.append(_checker(key, len(args)))
                 self._fast = (entry[2], prog) if entry[2] is not None else None
                 return prog.build(outs)
         return self._trace(args, kwargs, statics, leaves, key)
@@ -1460,22 +1456,22 @@ class Jitted:
         cause = None
         with self._lock:
             self.trace_count += 1
-            entry = self._cache.pop(key, None)
+            self._uses += 1
+            entry = self._cache.get(key)
             if entry is None:  # a new signature
-                entry = [[], 0]
                 self._signatures += 1
                 if self._signatures == _RETRACE_WARNING:
-                    cause = _difference(next(reversed(self._cache), None), key, args, kwargs, statics)
+                    last = max(self._cache.items(), key=lambda item: item[1][3], default=(None,))[0]
+                    cause = _difference(last, key, args, kwargs, statics)
                 while len(self._cache) >= self.cache_size:  # the least recently used signature goes
-                    old = next(iter(self._cache))
+                    old = min(self._cache.items(), key=lambda item: item[1][3])[0]
                     del self._cache[old]
                     self._eager.discard(old)
-            self._cache[key] = entry
+                entry = self._cache[key] = [[], 0, _checker(key, len(args)), 0]
+            entry[3] = self._uses
             entry[0].insert(0, prog)
             del entry[0][_MAX_PROGRAMS:]
             entry[1] += 1
-            if len(entry) == 2:
-                entry.append(_checker(key, len(args)))
             self._fast = (entry[2], prog) if entry[2] is not None else None
         if cause is not None:
             warnings.warn(
