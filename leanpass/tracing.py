@@ -47,7 +47,7 @@ _NUMBERS = (bool, int, float)
 _SCALARS = (int, float, bool, np.generic)
 _MAX_TRACES = 8  # per signature: beyond this, value-dependent control flow changes too often
 _MAX_PROGRAMS = 4  # programs kept per signature (one per outcome of its guards), newest first
-CACHE_SIZE = 64  # signatures a jitted function keeps programs for, by default (the least recently used goes)
+_CACHE_SIZE = 64  # signatures a jitted function keeps programs for, by default (the least recently used goes)
 _RETRACE_WARNING = 8  # traces for new signatures after which jit warns, once per function
 
 
@@ -1236,7 +1236,7 @@ class Jitted:
     """A function compiled by ``jit``: call it like the function. ``trace_count`` counts its traces."""
 
     def __init__(self, f: Callable[..., Any], static_argnums: tuple[int, ...], donate_argnums: tuple[int, ...],
-                 strict: bool, cache_size: int = CACHE_SIZE) -> None:
+                 strict: bool, cache_size: int = _CACHE_SIZE) -> None:
         functools.update_wrapper(self, f, updated=())  # (name, doc; none of f's own attributes)
         self.f = f
         self.static_argnums = static_argnums
@@ -1683,7 +1683,7 @@ def _output_builder(kinds: list[Any], build_tree: Callable[[list[Any]], Any]) ->
 
 
 def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int, ...] = (),
-        donate_argnums: int | tuple[int, ...] = (), strict: bool = False, cache_size: int = CACHE_SIZE) -> Any:
+        donate_argnums: int | tuple[int, ...] = (), strict: bool = False, cache_size: int = _CACHE_SIZE) -> Any:
     """Compile ``f``: trace it once per argument signature, then replay the recorded NumPy calls.
 
     The signature is the arguments' pytree structure, each array's (and Tensor's) shape and
