@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
+from .functional import _lift
 from .ops import _axis, _tensor, broadcast_to, concatenate, reshape, split, transpose, where
 from .tensor import ArrayLike, Tensor, _value, apply
 
@@ -432,7 +433,7 @@ def diagflat(v: ArrayLike, k: int = 0) -> Tensor:
 
 # ----- gathering and scattering along an axis --------------------------------------------------------
 def _along_axis_index(shape: tuple[int, ...], indices: Any, axis: int, name: str) -> tuple[Any, ...]:
-    idx = np.asarray(_value(indices))
+    idx = _lift.asarray(_value(indices))  # (kept traced under jit)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"{name}: indices must be integers, got dtype {idx.dtype}")
     if idx.ndim != len(shape):
@@ -497,7 +498,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[ArrayLike], default: Ar
         raise ValueError("select: list of cases must be same length as list of conditions")
     result = _tensor(default)
     for cond, choice in reversed(list(zip(condlist, choicelist))):
-        c = np.asarray(_value(cond))
+        c = _lift.asarray(_value(cond))  # (kept traced under jit)
         if c.dtype != bool:
             raise TypeError(f"select: conditions must be boolean arrays, got dtype {c.dtype}")
         result = where(c, _tensor(choice), result)

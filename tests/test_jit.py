@@ -588,7 +588,7 @@ def _scalar(x):
     return (lp.tanh(x) ** 2).sum() * lp.max(x)
 
 
-TRANSFORMS = {  # name: (function, its arguments from a generator)
+UNDER_JIT = {  # name: (function, its arguments from a generator)
     "jacfwd": (lp.jacfwd(lambda x: lp.tanh(x) * lp.max(x)), lambda r: (r.standard_normal(3),)),
     "jacrev": (lp.jacrev(lambda x: lp.tanh(x) * lp.max(x)), lambda r: (r.standard_normal(3),)),
     "hessian": (lp.hessian(_scalar), lambda r: (r.standard_normal(3),)),
@@ -601,11 +601,24 @@ TRANSFORMS = {  # name: (function, its arguments from a generator)
 }
 
 
-@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+UNDER_JIT.update({  # and functions that take a traced array where a plain one is usual
+    "Tensor of an argument": (lambda x: (lp.Tensor(x) * 2.0, lp.Tensor(x, dtype=np.float32)),
+                              lambda r: (r.standard_normal(3),)),
+    "take_along_axis": (lambda x, i: lp.take_along_axis(x, i, 1), lambda r: (r.standard_normal((3, 4)),
+                                                                           r.integers(0, 4, (3, 2)))),
+    "grad of take_along_axis": (lp.grad(lambda x, i: (lp.take_along_axis(x, i, 1) ** 2).sum()),
+                                lambda r: (r.standard_normal((3, 4)), r.integers(0, 4, (3, 2)))),
+    "select": (lambda x, c: lp.select([c], [lp.Tensor(x) * 2.0], x), lambda r: (r.standard_normal(4),
+                                                                              r.random(4) > 0.5)),
+    "quantile": (lambda x, q: lp.quantile(x, q), lambda r: (r.standard_normal(7), r.random(2))),
+})
+
+
+@pytest.mark.parametrize("name", sorted(UNDER_JIT))
 def test_transforms_under_jit_trace_once(name):
-    """LeanPass's transforms keep jit's stand-ins on the trace (none is turned into a constant that
-    jit must check at each call): new values replay the program, with eager's bits."""
-    f, make = TRANSFORMS[name]
+    """LeanPass's transforms and functions keep jit's stand-ins on the trace (none is turned into a
+    constant that jit must check at each call): new values replay the program, with eager's bits."""
+    f, make = UNDER_JIT[name]
     jitted = lp.jit(f)
     rng = np.random.default_rng(4)
     for _ in range(3):
