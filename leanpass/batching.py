@@ -33,6 +33,7 @@ import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from . import engine, forward, tensor
+from .functional import _lift
 from .tensor import Tensor, _const, apply
 from .tree import _REGISTRY, TreeDef, tree_flatten, tree_unflatten
 
@@ -962,7 +963,7 @@ def _enter(x: Any, axis: int, lvl: Level) -> Any:
         if x._trace:
             return apply(_to_batch, "vmap_batch", x, axis, lvl)
         return _const(_to_batch(x._data, axis, lvl)[0])
-    if not isinstance(x, (np.ndarray, Batched)):
+    if not isinstance(x, _lift.RAW):  # (a stand-in of jit stays one: np.asarray would make it a constant)
         x = np.asarray(x)
     v = np.moveaxis(x, axis, 0) if axis else x
     if type(v) is np.ndarray:

@@ -29,12 +29,14 @@ Argnums = int | tuple[int, ...]
 
 
 def _data(x: Any) -> Any:
-    return x._data if type(x) is Tensor else x if isinstance(x, _lift.RAW) else np.asarray(x)
+    return x._data if type(x) is Tensor else _as(x)
 
 
-def _cast(x: Any, dtype: Any) -> Any:
-    """``np.asarray(x, dtype)``, keeping a stand-in of vmap or jit (inside ``vmap(jacrev(f))``, say)."""
-    return x.astype(dtype, copy=False) if isinstance(x, _lift.RAW) else np.asarray(x, dtype)
+def _as(x: Any, dtype: Any = None) -> Any:
+    """``np.asarray(x, dtype)``, kept on the trace for a stand-in of jit (or vmap), which it would make a constant."""
+    if isinstance(x, _lift.RAW) and type(x) is not np.ndarray:
+        return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+    return np.asarray(x, dtype)
 
 
 def _assemble(tr: _Traced, out_leaves: list[Any], out_def: Any, block: Callable[[int, int, int], Any]) -> Any:
@@ -63,7 +65,7 @@ def _block(pieces: list[Any], axis: int, shape: tuple[int, ...], like: Any, dtyp
             pieces, axis=axis)
         t = t.reshape(shape)
         return t if nested else _const(t._data)
-    out = np.stack([_cast(p, dtype) for p in pieces], axis=axis).reshape(shape)
+    out = np.stack([_as(p, dtype) for p in pieces], axis=axis).reshape(shape)
     return _const(out) if type(like) is Tensor else out
 
 
@@ -234,7 +236,7 @@ def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
                 vs.append(b)
                 continue
             data = _data(a)
-            vb = _cast(_data(b), data.dtype if data.dtype.kind == "f" else None)  # x's dtype
+            vb = _as(_data(b), dtype=data.dtype if data.dtype.kind == "f" else None)  # x's dtype
             if vb.shape != data.shape:
                 raise ValueError(f"hvp: v must have the shape of x, {data.shape}, but has shape {vb.shape}")
             vs.append(vb)

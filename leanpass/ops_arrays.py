@@ -438,8 +438,7 @@ def diagflat(v: ArrayLike, k: int = 0) -> Tensor:
 
 # ----- gathering and scattering along an axis --------------------------------------------------------
 def _along_axis_index(shape: tuple[int, ...], indices: Any, axis: int, name: str) -> tuple[Any, ...]:
-    idx = _value(indices)
-    idx = idx if isinstance(idx, _lift.RAW) else np.asarray(idx)
+    idx = _lift.asarray(_value(indices))  # (kept traced under jit)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"{name}: indices must be integers, got dtype {idx.dtype}")
     if idx.ndim != len(shape):
@@ -504,8 +503,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[ArrayLike], default: Ar
         raise ValueError("select: list of cases must be same length as list of conditions")
     result = _tensor(default)
     for cond, choice in reversed(list(zip(condlist, choicelist))):
-        c = _value(cond)
-        c = c if isinstance(c, _lift.RAW) else np.asarray(c)
+        c = _lift.asarray(_value(cond))  # (kept traced under jit)
         if c.dtype != bool:
             raise TypeError(f"select: conditions must be boolean arrays, got dtype {c.dtype}")
         result = where(c, _tensor(choice), result)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
+from .functional import _lift
 from .ops import _axis, _tensor, concatenate, flatten, mean, reshape, sum, where
 from .ops import max as _max
 from .ops import min as _min
@@ -236,7 +237,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: Any = None, over
         raise TypeError("quantile: out= is not supported with Tensors; use the result instead")
     if method != "linear":
         raise TypeError(f"quantile on a Tensor supports method='linear' (NumPy's default), not {method!r}")
-    qs = np.asarray(_value(q), dtype=float)
+    qs = _lift.asarray(_value(q)).astype(float)  # (kept traced under jit)
     if np.any((qs < 0) | (qs > 1)):
         raise ValueError("quantile: q must be in the range [0, 1]")
     flat = _along_last(_tensor(a), axis)

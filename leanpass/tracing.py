@@ -22,8 +22,10 @@ See docs/jit.md for what is traced, what retraces and the sharp edges.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import operator
+import pickle
 import re
 import threading
 import types
@@ -45,10 +47,16 @@ _NUMBERS = (bool, int, float)
 _SCALARS = (int, float, bool, np.generic)
 _MAX_TRACES = 8  # per signature: beyond this, value-dependent control flow changes too often
 _MAX_PROGRAMS = 4  # programs kept per signature (one per outcome of its guards), newest first
+_CACHE_SIZE = 64  # signatures a jitted function keeps programs for, by default (the least recently used goes)
+_RETRACE_WARNING = 8  # traces for new signatures after which jit warns, once per function
 
 
 class _GuardFailedError(Exception):
     """A guard of a replayed program did not hold: the function must be traced again."""
+
+
+class _UnderVmapError(Exception):
+    """The arguments (or the results) are batched by an enclosing vmap: the function runs without jit."""
 
 
 class ConcretizationError(TypeError):
@@ -261,7 +269,10 @@ def _make_inplace(name: str, symbol: str, ufunc: Any) -> Callable[..., Any]:
         if not isinstance(other, _KNOWN):
             return NotImplemented
         if isinstance(self._v, np.ndarray):  # in place, as NumPy does it: the same array comes back
-            self._tr.call(ufunc, (self, other), {"out": (self,)}, ufunc=ufunc)
+            if name == "pow":  # (NumPy's own operator, as for x ** p)
+                self._tr.call(pyop, (self, other), {})
+            else:
+                self._tr.call(ufunc, (self, other), {"out": (self,)}, ufunc=ufunc)
             return self
         return self._tr.binary(getattr(operator, name if name not in ("and", "or") else name + "_"),
                                symbol, ufunc, self, other)
@@ -438,7 +449,7 @@ class _Trace:
             )
         if isinstance(x, np.ndarray):
             if x.flags.writeable:  # a snapshot: the array may change after this call reads it
-                x = x.copy()
+                x = _copy(x)
                 x.flags.writeable = False
                 n = f"c{len(self.names)}"
                 self.names[n] = x
@@ -488,7 +499,8 @@ class _Trace:
         if out_kw is not None:  # a ufunc writing into arrays given with out=
             for o in (out_kw if type(out_kw) is tuple else (out_kw,)):
                 writes.add(self._written(o))
-        if form == "setitem" or fn in _WRITES_FIRST or fn is np.ufunc.at or getattr(fn, "__name__", "") == "at":
+        if (form == "setitem" or fn in _WRITES_FIRST or fn is np.ufunc.at or getattr(fn, "__name__", "") == "at"
+                or fn is operator.ipow):
             writes.add(self._written(args[0]))
         for w in writes:
             if w in self.inputs_storage:
@@ -541,6 +553,8 @@ class _Trace:
             return self.call(pyop, (a, b), {})
         if symbol == "@":
             return self.call(np.matmul, (a, b), {})
+        if symbol == "**":  # NumPy's own operator: before NumPy 2 it is np.square for x ** 2 (sqrt, ...), not np.power
+            return self.call(pyop, (a, b), {})
         return self.call(ufunc, (a, b), {}, ufunc=ufunc)
 
     def unary(self, pyop: Any, ufunc: Any, a: TracedArray) -> Any:
@@ -683,6 +697,25 @@ def _writable(a: np.ndarray) -> np.ndarray:
         return a.copy()
 
 
+def _copy(x: np.ndarray) -> np.ndarray:
+    """A copy of ``x`` with its strides (transposed, reversed, with gaps) and its address modulo 64:
+    NumPy's loops and BLAS's kernels choose their order of summation by layout, so a constant keeps
+    the layout it had in ``f``. A view spread over more than ``_SPREAD`` times its size (and over
+    16 MB) is copied compactly instead, its axes in the same order."""
+    low = sum(s * (n - 1) for s, n in zip(x.strides, x.shape) if s < 0)
+    span = sum(s * (n - 1) for s, n in zip(x.strides, x.shape) if s > 0) + x.itemsize - low
+    if x.size == 0 or x.dtype.hasobject or (span > _SPREAD * x.nbytes and span > 1 << 24):
+        return x.copy(order="K")
+    buffer = np.zeros(span + 64, np.uint8)
+    shift = (x.ctypes.data + low - buffer.ctypes.data) % 64
+    out: np.ndarray = np.ndarray(x.shape, x.dtype, buffer, shift - low, x.strides)
+    out[...] = x
+    return out
+
+
+_SPREAD = 4
+
+
 def _same(a: Any, b: Any) -> bool:
     return a == b or (a != a and b != b)  # (nan matches nan)
 
@@ -691,6 +724,31 @@ def _same_array(a: Any, b: np.ndarray) -> bool:
     if np.shape(a) != b.shape or np.result_type(a) != b.dtype:
         return False
     return bool(np.array_equal(a, b, equal_nan=b.dtype.kind == "f"))
+
+
+def _owner(a: np.ndarray) -> Any:
+    """The object whose memory ``a`` lives in: the array at the end of its chain of bases, or a buffer."""
+    b = a.base
+    while isinstance(b, np.ndarray):
+        a, b = b, b.base
+    return a if b is None else b
+
+
+def _aliases(*arrays: np.ndarray) -> Any:
+    """None when no two of ``arrays`` share memory, else the pairs ``(i, j)`` of those that do."""
+    owners: dict[int, int] = {}
+    for i, a in enumerate(arrays):  # (at most one check per array when nothing is shared)
+        if owners.setdefault(id(a if a.base is None else _owner(a)), i) != i:
+            break
+    else:
+        return None
+    groups: dict[int, list[int]] = {}
+    pairs = []
+    for i, a in enumerate(arrays):
+        members = groups.setdefault(id(_owner(a)), [])
+        pairs += [(j, i) for j in members if np.shares_memory(arrays[j], a)]
+        members.append(i)
+    return tuple(pairs) or None
 
 
 # ----- arguments: flattening and signatures ----------------------------------------------------
@@ -756,6 +814,8 @@ def _leaf_key(x: Any, where: str) -> Any:
         d = x._data
         if type(d) is np.ndarray:
             return (t, d.shape, d.dtype, _layout(d), x._trace != 0)
+        if getattr(d, "_lp_batched", False):
+            raise _UnderVmapError
         return (t, type(d), x._trace != 0)
     if t is np.ndarray:
         return (t, x.shape, x.dtype, _layout(x))
@@ -767,6 +827,8 @@ def _leaf_key(x: Any, where: str) -> Any:
         return np.random.Generator
     if isinstance(x, np.ndarray):
         raise TypeError(f"{where}: ndarray subclasses ({t.__name__}) are not supported as jit arguments")
+    if getattr(x, "_lp_batched", False):
+        raise _UnderVmapError
     if not isinstance(x, _STATIC_LEAVES) and not callable(x):
         raise TypeError(
             f"{where}: an argument holds a {t.__name__}, which is neither an array, a Tensor, a number nor a "
@@ -803,8 +865,12 @@ class _Program:
         self.save_rng = bool(rng_inputs) and guards  # draws made before a failing guard are undone
 
 
-def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: list[int | None]) -> tuple[str, list[Any]]:
-    """Optimise the recorded program and write its source; ``out_leaves`` become return expressions."""
+def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: list[int | None],
+            aliasing: Any = None) -> tuple[str, list[Any]]:
+    """Optimise the recorded program and write its source; ``out_leaves`` become return expressions.
+
+    A program that writes into its arguments (donated ones, or ``f``'s own in-place writes) first
+    checks that they share memory as they did while tracing (``aliasing``, from ``_aliases``)."""
     out_srcs: list[str | None] = []
     out_vars: list[int] = []
     for leaf in out_leaves:
@@ -936,8 +1002,26 @@ def _finish(tr: _Trace, out_leaves: list[Any], donate: set[int], input_vars: lis
         else:
             names[iv] = fresh()
             param_names.append(names[iv])
-    lines = [f"    if not {names[r]}.flags.writeable: {names[r]} = _writable({names[r]})"
-             for r in dict.fromkeys(writable_inputs)]  # a donated array written into: unlock it, or copy it
+    lines = []
+    arrays = [v for v in input_vars if v is not None and type(tr.values[v]) is np.ndarray]
+    written = {s for ins in kept for s in ins.writes} & input_storage
+    changing = [v for k, v in enumerate(input_vars) if v in arrays and (k in donate or storage[v] in written)]
+    if changing and len(arrays) > 1:  # arrays it writes into (or may, donated) must alias as when traced
+        test = f"_aliases({', '.join(names[v] for v in arrays)}) != {aliasing!r}"
+        if aliasing is None:  # first a quick test, true whenever they could share memory
+            quick = [f"{names[v]}.base is not None" for v in changing]  # each owns its memory, so then ...
+            for v in changing:  # ... only the same array, or a view of it, shares it
+                key = (tr.values[v].shape, tr.values[v].dtype, tr.values[v].strides)
+                quick += [f"{names[v]} is {names[u]}" for u in arrays[arrays.index(v) + 1:]
+                          if (tr.values[u].shape, tr.values[u].dtype, tr.values[u].strides) == key]
+            for u in arrays:
+                if u not in changing:
+                    bases = " or ".join(f"{names[u]}.base is {names[v]}" for v in changing)
+                    quick.append(f"({names[u]}.base is not None and ({bases}))")
+            test = f"({' or '.join(quick)}) and {test}"
+        lines.append(f"    if {test}: raise _GF")
+    lines += [f"    if not {names[r]}.flags.writeable: {names[r]} = _writable({names[r]})"
+              for r in dict.fromkeys(writable_inputs)]  # a donated array written into: unlock it, or copy it
     for i, ins in enumerate(kept):
         text = _line(ins) + (f"\n    if {ins.check}: raise _GF" if ins.kind != "guard" and ins.check else "")
         local = {r: names[r] for r in ins.reads}
@@ -1026,20 +1110,148 @@ def _closure_generators(f: Any, depth: int = 0) -> list[str]:
     return found
 
 
+def _leaf_names(args: tuple[Any, ...], kwargs: dict[str, Any], statics: list[tuple[int, Any]]) -> list[str]:
+    """The name of each argument leaf in an error message: ``args[0]['w']``, ``kwargs['x']``."""
+    static = dict(statics)
+
+    def paths(td: Any, where: str) -> list[str]:
+        if td.kind is None:
+            return [where]
+        keys = [f"[{k!r}]" for k in td.meta] if td.kind is dict else [f"[{i}]" for i in range(len(td.children))]
+        return [p for k, c in zip(keys, td.children) for p in paths(c, where + k)]
+
+    dynamic = tuple(None if i in static else a for i, a in enumerate(args))
+    td_args, td_kwargs = _tree.tree_flatten((dynamic, kwargs))[1].children
+    return paths(td_args, "args") + paths(td_kwargs, "kwargs")
+
+
+def _difference(old: Any, new: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                statics: list[tuple[int, Any]]) -> str:
+    """What changed from signature ``old`` to ``new``, for the warning about traces for new signatures."""
+    if old is None or old[0] != new[0] or len(old[2]) != len(new[2]):
+        return "the last change: the structure of the arguments"
+    for (i, a), (_, b) in zip(old[1], new[1]):
+        if a is not b and a != b:
+            return f"the last change: static argument {i}, {a!r:.40} then {b!r:.40}"
+    for k, (a, b) in enumerate(zip(old[2], new[2])):
+        if a != b:
+            name = _leaf_names(args, kwargs, statics)[k]
+            if type(a) is tuple and type(b) is tuple and a[0] == b[0] and a[0] in (np.ndarray, Tensor) and len(a) > 3:
+                for i, what in ((1, "shape"), (2, "dtype"), (3, "layout")):
+                    if a[i] != b[i]:
+                        show = [repr(a[1]), str(a[2]), f"strides {a[3]}" if a[3] else "C order"][i - 1]
+                        then = [repr(b[1]), str(b[2]), f"strides {b[3]}" if b[3] else "C order"][i - 1]
+                        return f"the last change: {name}, {what} {show} then {then}"
+            return f"the last change: {name}"
+    return "the last change: the arguments"
+
+
+_WALK = 2000  # objects visited at most, looking for generators the function can reach
+
+
+def _held_generators(f: Any, statics: list[tuple[int, Any]], leaves: list[Any]) -> list[tuple[str, Any, bytes]]:
+    """``(name, generator, state)`` of each NumPy generator ``f`` can reach that is not an argument.
+
+    The walk follows a bound method's object, a callable object's attributes, closures, the globals
+    a function names, defaults, ``functools.partial`` arguments, static arguments, containers and
+    the attributes of the objects found there (a few levels deep). A generator whose state changes
+    while ``f`` is traced drew numbers that the program would replay.
+    """
+    todo: list[tuple[str, Any, int]] = [(f"static argument {i}", a, 1) for i, a in statics]
+    if isinstance(f, types.MethodType):
+        todo += [("", f.__func__, 0), ("self", f.__self__, 1)]
+    elif isinstance(f, (types.FunctionType, functools.partial, Jitted)):
+        todo.append(("", f, 0))
+    else:
+        todo.append(("self", f, 1))  # a callable object (a module): its attributes
+    arguments = {id(x.bit_generator) for x in leaves if isinstance(x, np.random.Generator)}
+    found: list[tuple[str, Any, bytes]] = []
+    seen: set[int] = set()
+    while todo and len(seen) < _WALK:
+        name, x, depth = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, (np.random.Generator, np.random.RandomState)):
+            if id(getattr(x, "bit_generator", getattr(x, "_bit_generator", None))) not in arguments:
+                found.append((name, x, _rng_state(x)))
+            continue
+        if depth > 4 or isinstance(x, _OPAQUE):
+            continue
+        try:
+            children = _children(x)
+        except Exception:  # noqa: BLE001 - (an object whose attributes cannot be read: not followed)
+            continue
+        for sub, child in children:
+            todo.append((sub if not name or sub[:1] not in ".[" else name + sub, child, depth + 1))
+    return found
+
+
+_OPAQUE = (str, bytes, int, float, bool, complex, type(None), np.ndarray, np.generic, np.dtype, Tensor, TracedArray,
+           types.ModuleType, type, types.BuiltinFunctionType, types.CodeType, _tree.TreeDef)
+
+
+def _children(x: Any) -> list[tuple[str, Any]]:
+    """What ``x`` holds, named as seen from its holder (``.w``, ``[0]``) or as a variable of a function."""
+    if isinstance(x, types.FunctionType):
+        if (x.__module__ or "").split(".")[0] in ("numpy", "leanpass"):
+            return []
+        code = x.__code__
+        out: list[tuple[str, Any]] = []
+        for name, cell in zip(code.co_freevars, x.__closure__ or ()):
+            try:
+                out.append((name, cell.cell_contents))
+            except ValueError:  # (an empty cell)
+                pass
+        codes = [code]
+        for c in codes:
+            codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]  # nested functions' names too
+            out += [(n, x.__globals__[n]) for n in c.co_names if n in x.__globals__]
+        return out + [("a default argument", v) for v in (x.__defaults__ or ())]
+    if isinstance(x, types.MethodType):
+        return [(".__self__", x.__self__), ("", x.__func__)]
+    if isinstance(x, functools.partial):
+        return [("", x.func)] + [("a functools.partial argument", v) for v in (*x.args, *x.keywords.values())]
+    if isinstance(x, Jitted):
+        return [("", x.f)]
+    if type(x) is dict:
+        return [(f"[{k!r}]", v) for k, v in list(x.items())[:_WALK]]
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return [(f"[{i}]", v) for i, v in enumerate(list(x)[:_WALK])]
+    attrs = getattr(x, "__dict__", None)
+    out = [(f".{k}", v) for k, v in attrs.items()] if type(attrs) is dict else []
+    for cls in type(x).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if isinstance(slot, str) and hasattr(x, slot):
+                out.append((f".{slot}", getattr(x, slot)))
+    return out
+
+
+def _rng_state(g: Any) -> bytes:
+    state = g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state(legacy=False)
+    return pickle.dumps(state)
+
+
 class Jitted:
     """A function compiled by ``jit``: call it like the function. ``trace_count`` counts its traces."""
 
     def __init__(self, f: Callable[..., Any], static_argnums: tuple[int, ...], donate_argnums: tuple[int, ...],
-                 strict: bool) -> None:
+                 strict: bool, cache_size: int = _CACHE_SIZE) -> None:
         functools.update_wrapper(self, f, updated=())  # (name, doc; none of f's own attributes)
         self.f = f
         self.static_argnums = static_argnums
         self.donate_argnums = donate_argnums
         self.strict = strict
+        self.cache_size = cache_size
         self.where = f"jit({getattr(f, '__name__', type(f).__name__)})"
-        self._cache: dict[Any, list[Any]] = {}  # signature -> [programs (newest first), trace count]
+        # signature -> [programs (newest first), trace count, checker, when it was last used]
+        self._cache: dict[Any, list[Any]] = {}
         self._lock = threading.Lock()
         self.trace_count = 0
+        self._signatures = 0  # traces for a signature not in the cache
+        self._uses = 0  # calls that found their signature in the cache, or traced it
+        # positional arguments a call must have for static_argnums and donate_argnums
+        self._nargs = max([i + 1 if i >= 0 else -i for i in static_argnums + donate_argnums], default=0)
         self._eager: set[Any] = set()
         self._fast: Any = None  # (checker, program) of the last signature replayed
         names = _closure_generators(f)
@@ -1060,7 +1272,7 @@ class Jitted:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._fast
-        if fast is not None and not _depth.get():  # the last signature's check, written out
+        if fast is not None and not _depth.get() and not _tensor_module._debug_nans:  # the last signature's check
             raw = fast[0](args, kwargs)
             if raw is not None:
                 prog = fast[1]
@@ -1071,8 +1283,17 @@ class Jitted:
                     if states:
                         for i, st in zip(prog.rng_inputs, states):
                             raw[i].bit_generator.state = st
-        if _depth.get() or getattr(_local, "trace", None) is not None:
-            return self.f(*args, **kwargs)  # inside grad/vjp (its ops join that graph) or another jit's trace
+        if _depth.get() or getattr(_local, "trace", None) is not None or _tensor_module._debug_nans:
+            # inside grad/vjp (its ops join that graph), another jit's trace, or debug_nans (it checks each op)
+            return self.f(*args, **kwargs)
+        if len(args) < self._nargs:
+            for name, nums in (("static_argnums", self.static_argnums), ("donate_argnums", self.donate_argnums)):
+                for i in nums:
+                    if not -len(args) <= i < len(args):
+                        raise ValueError(
+                            f"{self.where}: {name}={nums!r}, but the function was called with {len(args)} "
+                            f"positional argument{'s' if len(args) != 1 else ''}: pass argument {i} by position"
+                        )
         statics: list[tuple[int, Any]] = []
         dynamic: list[Any] = []
         for i, a in enumerate(args):
@@ -1083,17 +1304,24 @@ class Jitted:
                     raise TypeError(
                         f"{self.where}: static argument {i} must be hashable, got {type(a).__name__}"
                     ) from None
+                if getattr(a, "_lp_batched", False):
+                    return self.f(*args, **kwargs)  # under vmap: f itself, batched by vmap
                 statics.append((i, a))
                 dynamic.append(None)
             else:
                 dynamic.append(a)
         leaves: list[Any] = []
         spec = _flatten((tuple(dynamic), kwargs), leaves)
-        key = (spec, tuple(statics), tuple([_leaf_key(x, self.where) for x in leaves]))
+        try:
+            key = (spec, tuple(statics), tuple([_leaf_key(x, self.where) for x in leaves]))
+        except _UnderVmapError:
+            return self.f(*args, **kwargs)  # batched arguments: f itself, batched by vmap
         if key in self._eager:
             return self.f(*args, **kwargs)
         entry = self._cache.get(key)
         if entry is not None:
+            self._uses += 1
+            entry[3] = self._uses
             raw = [x._data if type(x) is Tensor else x for x in leaves]
             for prog in entry[0]:
                 states = [raw[i].bit_generator.state for i in prog.rng_inputs] if prog.save_rng else None
@@ -1109,8 +1337,6 @@ class Jitted:
                         for i, s in zip(prog.rng_inputs, states):
                             raw[i].bit_generator.state = s
                     break
-                if len(entry) == 2:
-                    entry.append(_checker(key, len(args)))
                 self._fast = (entry[2], prog) if entry[2] is not None else None
                 return prog.build(outs)
         return self._trace(args, kwargs, statics, leaves, key)
@@ -1126,6 +1352,31 @@ class Jitted:
                 RuntimeWarning, stacklevel=3)
             self._eager.add(key)
             return self.f(*args, **kwargs)
+        donate: set[int] = set()
+        if self.donate_argnums:
+            counts = []
+            for i, a in enumerate(args):
+                sub: list[Any] = []
+                if i not in dict(statics):
+                    _flatten(a, sub)
+                counts.append(len(sub))
+            start = 0
+            for i, c in enumerate(counts):
+                if i in self.donate_argnums or (i - len(args)) in self.donate_argnums:
+                    donate.update(range(start, start + c))
+                start += c
+        # arguments that share memory (one array in two leaves, or views of one array)
+        arrays = [k for k, x in enumerate(leaves) if type(x._data if type(x) is Tensor else x) is np.ndarray]
+        aliasing = _aliases(*[leaves[k]._data if type(leaves[k]) is Tensor else leaves[k] for k in arrays])
+        for i, j in aliasing or ():
+            if arrays[i] in donate or arrays[j] in donate:
+                names = _leaf_names(args, kwargs, statics)
+                raise ValueError(
+                    f"{self.where}: {names[arrays[i]]} and {names[arrays[j]]} share memory (one array in two "
+                    "places, or views of one array), and donate_argnums donates one of them: a donated array "
+                    "is overwritten by the call, so no other argument may use it. Pass a copy (np.copy) to one "
+                    "of them, or leave that argument out of donate_argnums"
+                )
         tr = _Trace(self.strict, self.where)
         # stand-ins for every array, Tensor array, number and generator of the arguments
         new_leaves: list[Any] = []
@@ -1155,27 +1406,17 @@ class Jitted:
             else:
                 new_leaves.append(x)
                 input_vars.append(None)
+        for i, j in aliasing or ():  # the program's analysis sees them as one buffer
+            tr.storage[input_vars[arrays[j]]] = tr.storage[input_vars[arrays[i]]]
         for v in input_vars:
             if v is not None:
-                input_storage.add(v)
+                input_storage.add(tr.storage[v])
         it = iter(new_leaves)
         dynamic_args, new_kwargs = _rebuild(key[0], it)
         new_args = list(dynamic_args)
         for i, a in statics:
             new_args[i] = a
-        donate: set[int] = set()
-        if self.donate_argnums:
-            counts = []
-            for i, a in enumerate(args):
-                sub: list[Any] = []
-                if i not in dict(statics):
-                    _flatten(a, sub)
-                counts.append(len(sub))
-            start = 0
-            for i, c in enumerate(counts):
-                if i in self.donate_argnums or (i - len(args)) in self.donate_argnums:
-                    donate.update(range(start, start + c))
-                start += c
+        held = _held_generators(self.f, statics, leaves)
         previous = getattr(_local, "trace", None)
         _local.trace = tr
         try:
@@ -1183,29 +1424,62 @@ class Jitted:
             out_leaves: list[Any] = []
             out_spec = _flatten(out, out_leaves)
             kinds, returned = self._outputs(tr, out_leaves)
+        except _UnderVmapError:  # it returned values batched by an enclosing vmap (from its closure)
+            kinds = None
         finally:
             _local.trace = previous
             tr.active = False
-        source, kept = _finish(tr, returned, donate, input_vars)
+        for name, gen, state in held:
+            if _rng_state(gen) != state:
+                raise TypeError(
+                    f"{self.where}: the function drew random numbers from {name}, which is not an argument of the "
+                    "jitted function. Under jit those numbers would be drawn once, when the function is traced, "
+                    "and the same numbers replayed at every call. Pass a np.random.Generator as an argument "
+                    "instead (for example step(model, x, rng) calling model(x, rng=rng)): each call then draws "
+                    "new numbers, the ones the function draws without jit"
+                )
+        if kinds is None:
+            self._eager.add(key)
+            return self.f(*args, **kwargs)
+        source, kept = _finish(tr, returned, donate, input_vars, aliasing)
         namespace = dict(tr.names)
         namespace["_GF"] = _GuardFailedError
         namespace["_same"] = _same
         namespace["_same_array"] = _same_array
         namespace["_writable"] = _writable
+        namespace["_aliases"] = _aliases
         namespace["_errstate"] = np.errstate
         exec(compile(source, f"<{self.where}>", "exec"), namespace)  # noqa: S102 - our own program
         n_out, build_tree = _builder(out_spec)
         guards = any(ins.kind == "guard" or ins.check for ins in kept)
         prog = _Program(namespace["_replay"], _output_builder(kinds, build_tree), source, len(kept), rng_inputs, guards)
+        cause = None
         with self._lock:
             self.trace_count += 1
-            entry = self._cache.setdefault(key, [[], 0])
+            self._uses += 1
+            entry = self._cache.get(key)
+            if entry is None:  # a new signature
+                self._signatures += 1
+                if self._signatures == _RETRACE_WARNING:
+                    last = max(self._cache.items(), key=lambda item: item[1][3], default=(None,))[0]
+                    cause = _difference(last, key, args, kwargs, statics)
+                while len(self._cache) >= self.cache_size:  # the least recently used signature goes
+                    old = min(self._cache.items(), key=lambda item: item[1][3])[0]
+                    del self._cache[old]
+                    self._eager.discard(old)
+                entry = self._cache[key] = [[], 0, _checker(key, len(args)), 0]
+            entry[3] = self._uses
             entry[0].insert(0, prog)
             del entry[0][_MAX_PROGRAMS:]
             entry[1] += 1
-            if len(entry) == 2:
-                entry.append(_checker(key, len(args)))
             self._fast = (entry[2], prog) if entry[2] is not None else None
+        if cause is not None:
+            warnings.warn(
+                f"{self.where} has traced for {_RETRACE_WARNING} different argument signatures ({cause}). Each new "
+                "shape, dtype, structure or static argument value traces the function again, which costs far more "
+                "than a replay. Keep shapes fixed (pad or bucket the batches), and pass changing values as array "
+                "or number arguments rather than static_argnums",
+                RuntimeWarning, stacklevel=3)
         values = [tr.values[leaf._id] if type(leaf) is TracedArray else None for leaf in returned]
         return prog.build(values)
 
@@ -1215,6 +1489,8 @@ class Jitted:
         returned: list[Any] = []
         for leaf in out_leaves:
             t = type(leaf)
+            if getattr(leaf._data if t is Tensor else leaf, "_lp_batched", False):
+                raise _UnderVmapError
             if t is Tensor:
                 d = leaf._data
                 if leaf._op != "leaf" and leaf._trace:
@@ -1239,7 +1515,7 @@ class Jitted:
                 raise TypeError(f"{self.where}: returning a generator argument from a jitted function is not supported")
             else:
                 if isinstance(leaf, np.ndarray) and leaf.flags.writeable:
-                    kinds.append(("copy", leaf.copy()))
+                    kinds.append(("copy", _copy(leaf)))
                 else:
                     kinds.append(("const", leaf))
                 returned.append(None)
@@ -1381,7 +1657,7 @@ def _rebuild(spec: Any, it: Any) -> Any:
 def _output_builder(kinds: list[Any], build_tree: Callable[[list[Any]], Any]) -> Callable[[Any], Any]:
     """``program outputs -> the function's output``: Tensors rebuilt around the replayed arrays."""
     lines = []
-    names: dict[str, Any] = {"B": build_tree, "C": _const, "S": _next_seq}
+    names: dict[str, Any] = {"B": build_tree, "C": _const, "S": _next_seq, "_copy": _copy}
     for i, k in enumerate(kinds):
         if k[0] == "tensor":
             _, trace, ro = k
@@ -1394,7 +1670,7 @@ def _output_builder(kinds: list[Any], build_tree: Callable[[list[Any]], Any]) ->
             lines.append(f"    L{i} = o[{i}]")
         elif k[0] == "copy":
             names[f"K{i}"] = k[1]
-            lines.append(f"    L{i} = K{i}.copy()")
+            lines.append(f"    L{i} = _copy(K{i})")
         else:
             names[f"K{i}"] = k[1]
             lines.append(f"    L{i} = K{i}")
@@ -1407,7 +1683,7 @@ def _output_builder(kinds: list[Any], build_tree: Callable[[list[Any]], Any]) ->
 
 
 def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int, ...] = (),
-        donate_argnums: int | tuple[int, ...] = (), strict: bool = False) -> Any:
+        donate_argnums: int | tuple[int, ...] = (), strict: bool = False, cache_size: int = _CACHE_SIZE) -> Any:
     """Compile ``f``: trace it once per argument signature, then replay the recorded NumPy calls.
 
     The signature is the arguments' pytree structure, each array's (and Tensor's) shape and
@@ -1416,7 +1692,8 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int,
     traced value (``if loss > 1``, ``float(x)``) is re-checked at every call and traced again
     when it changes; ``strict=True`` raises instead. ``donate_argnums`` names arguments whose
     arrays the caller gives up: the new values are written into them. Python side effects
-    (``print``, appending to a list) happen only while tracing.
+    (``print``, appending to a list) happen only while tracing. Programs are kept for the
+    ``cache_size`` most recently used signatures.
 
     >>> import numpy as np
     >>> import leanpass as lp
@@ -1431,7 +1708,8 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int,
     True
     """
     if f is None:
-        return functools.partial(jit, static_argnums=static_argnums, donate_argnums=donate_argnums, strict=strict)
+        return functools.partial(jit, static_argnums=static_argnums, donate_argnums=donate_argnums, strict=strict,
+                                 cache_size=cache_size)
     if not callable(f):
         raise TypeError(f"jit: expected a function, got {type(f).__name__}")
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
@@ -1441,7 +1719,22 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int,
             raise TypeError(f"jit: {name} must be an int or a tuple of ints, got {nums!r}")
     if set(statics) & set(donates):
         raise ValueError("jit: an argument cannot be both static and donated")
-    return Jitted(f, statics, donates, strict)
+    if type(cache_size) is not int or cache_size < 1:
+        raise ValueError(f"jit: cache_size must be an int >= 1, got {cache_size!r}")
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):  # (no signature to check against: checked at each call)
+        params = []
+    if params and all(p.kind is not p.VAR_POSITIONAL for p in params):
+        n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        for name, nums in (("static_argnums", statics), ("donate_argnums", donates)):
+            for i in nums:
+                if not -n <= i < n:
+                    raise ValueError(
+                        f"jit: {name}={nums!r} names argument {i}, but "
+                        f"{getattr(f, '__name__', type(f).__name__)} takes {n} positional argument{'s' * (n != 1)}"
+                    )
+    return Jitted(f, statics, donates, strict, cache_size)
 
 
 # Stand-ins are raw arrays to the layers above: Tensors take them as constants, and the rules'

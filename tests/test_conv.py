@@ -304,6 +304,22 @@ def test_winograd_layers_under_jit_give_eagers_bits(dtype):
                                rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4 if dtype == np.float32 else 1e-10)
 
 
+def test_a_winograd_layer_under_jit_traces_once_for_new_weights():
+    """The weight transform stays on jit's trace: new weight values replay the program (no value
+    check of the transformed weight, no trace per weight), and give eager's bits."""
+    rng = np.random.default_rng(9)
+    c = C.WINOGRAD_MIN_CHANNELS
+    x = rng.standard_normal((2, c, 8, 8)).astype(np.float32)
+    layer = lp.jit(lambda x, w: lp.conv2d(x, w, padding=1))
+    step = lp.jit(lp.grad(lambda w, x: (lp.conv2d(x, w, padding=1) ** 2).sum()))
+    for _ in range(3):
+        w = (rng.standard_normal((c, c, 3, 3)) * 0.1).astype(np.float32)
+        assert C._winograd_fits(x, w, (1, 1), (1, 1), 1)
+        assert np.array_equal(layer(x, w).numpy(), lp.conv2d(x, w, padding=1).numpy())
+        assert np.array_equal(step(w, x), lp.grad(lambda w, x: (lp.conv2d(x, w, padding=1) ** 2).sum())(w, x))
+    assert layer.trace_count == 1 and step.trace_count == 1
+
+
 def test_conv2d_same_valid_and_depthwise():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 5, 6))

@@ -249,6 +249,28 @@ def test_a_generator_in_the_closure_is_refused():
         lp.jit(f)
 
 
+def test_a_generator_held_by_an_object_the_function_calls_is_refused():
+    class Noisy:
+        def __init__(self):
+            self.rng = np.random.default_rng(0)
+
+        def __call__(self, x):
+            return x + self.rng.standard_normal(x.shape)
+
+        def method(self, x):
+            return x * self.rng.random(x.shape)
+
+    noisy = Noisy()
+    for f, name in ((noisy, "self.rng"), (noisy.method, "self.rng"), (lambda x: noisy(x), "noisy.rng")):
+        with pytest.raises(TypeError, match=rf"random numbers from {name}, which is not an argument.*as an argument"):
+            lp.jit(f)(np.zeros(2))
+    # a generator the function holds but does not draw from, or one passed as an argument, is fine
+    quiet = lp.jit(lambda x, rng: x * 2 + rng.random(2) + 0 * noisy.rng.bit_generator.state["state"]["inc"])
+    a, b = np.random.default_rng(1), np.random.default_rng(1)
+    assert same(quiet(np.ones(2), a), np.ones(2) * 2 + b.random(2))
+    assert same(quiet(np.ones(2), a), np.ones(2) * 2 + b.random(2))
+
+
 def test_exceptions_surface_alike_at_every_call():
     model = nn.MLP([4, 3], rng=0, dtype=np.float64)
     f = lp.jit(lambda m, x, y: losses.cross_entropy(m(x), y))
@@ -336,18 +358,86 @@ def test_jit_checks_its_arguments():
         lp.jit(lambda x: x * 2)(lp.Tensor([1.0], requires_grad=True))
 
 
+def test_argnums_out_of_range_are_refused():
+    with pytest.raises(ValueError, match=r"static_argnums=\(2,\) names argument 2, but <lambda> takes 2 positional"):
+        lp.jit(lambda a, b: a, static_argnums=2)
+    with pytest.raises(ValueError, match=r"donate_argnums=\(0, -3\) names argument -3"):
+        lp.jit(lambda a, b: a, donate_argnums=(0, -3))
+    g = lp.jit(lambda *a: a[0] * 2, donate_argnums=1)  # no fixed signature: checked at each call
+    with pytest.raises(ValueError, match=r"donate_argnums=\(1,\), but the function was called with 1 positional"):
+        g(np.ones(2))
+    assert same(g(np.ones(2), np.ones(2)), np.ones(2) * 2)
+    with pytest.raises(ValueError, match="cache_size must be an int >= 1"):
+        lp.jit(lambda x: x, cache_size=0)
+
+
+def test_a_donated_array_used_twice_is_refused():
+    def step(w, v):
+        return w - 0.25 * lp.grad(lambda w: ((w * v) ** 2).sum())(w), ((w * v) ** 2).sum()
+
+    f = lp.jit(step, donate_argnums=0)
+    f(np.ones(2), np.full(2, 2.0))  # traced with two arrays
+    a = np.array([1.0, 1.5])
+    for v in (a, a[::-1], a.reshape(1, 2)[0]):
+        with pytest.raises(ValueError, match=r"args\[0\] and args\[1\] share memory.*donate_argnums"):
+            f(a, v)
+    assert np.array_equal(a, [1.0, 1.5])  # (refused before anything was written)
+    halves = np.array([1.0, 1.5, 2.0, 2.0])
+    assert same(f(halves[:2], halves[2:]), step(np.array([1.0, 1.5]), np.full(2, 2.0)))  # disjoint: fine
+
+    def tied(p):
+        return (p["a"] * 2).sum() + (p["b"] * 3).sum(), {"a": p["a"] * 2, "b": p["b"] + 1}
+
+    g = lp.jit(tied, donate_argnums=0)
+    g({"a": lp.Tensor(np.ones(2)), "b": lp.Tensor(np.ones(2))})
+    w = lp.Tensor(np.ones(2))
+    with pytest.raises(ValueError, match=r"args\[0\]\['a'\] and args\[0\]\['b'\] share memory"):
+        g({"a": w, "b": w})
+    assert np.array_equal(w.numpy(), np.ones(2))
+
+
+def test_arguments_that_alias_replay_as_without_jit():
+    """A program traced for separate arrays, called with one array twice: a function that writes into
+    an argument sees the other change, as without jit (here a branch on it goes the other way)."""
+    def f(a, b):
+        first = 1.0 if b else 0.0
+        a *= 0  # in place: b is a too when they alias
+        return a + (first + (1.0 if b else 0.0))
+
+    jitted = lp.jit(f)
+    assert same(jitted(np.array(1.0), np.array(3.0)), f(np.array(1.0), np.array(3.0)))  # 2.0
+    x, y = np.array(3.0), np.array(3.0)
+    expected = f(y, y)
+    assert float(expected) == 1.0  # b is 0 at its second test
+    assert same(jitted(x, x), expected)
+    assert same(jitted(np.array(1.0), np.array(3.0)), f(np.array(1.0), np.array(3.0)))
+    assert same(jitted(x, x), f(y, y))  # (x is 0 now: both tests fail)
+
+
 # ----- every op of functional.OPS under jit(grad(...)) ---------------------------------------------
 def test_every_op_has_sample_inputs():
     missing = sorted(set(F.OPS) - {op_of(k) for k in SAMPLES})
     assert not missing, f"ops without sample inputs in tests/op_samples.py: {missing}"
 
 
-def _op_loss(key, args):
-    """``(f, diff_arrays)``: f of the float arrays among ``args``, a weighted sum of the op's output."""
+def layouts(a):
+    """``a``'s values in five memory layouts (NumPy's loops and BLAS add up in layout order)."""
+    return {
+        "C": a.copy(),
+        "transposed": a.T.copy().T,
+        "reversed": a[::-1].copy()[::-1] if a.ndim else a,
+        "reversed-transposed": a.T[::-1].copy()[::-1].T if a.ndim else a,
+        "gapped": np.repeat(a, 2, axis=-1)[..., ::2] if a.ndim else a,
+    }
+
+
+def _op_loss(key, args, layout="C"):
+    """``(f, diff_arrays)``: f of the float arrays among ``args``, a weighted sum of the op's output
+    (the weights a constant of ``f`` in the given memory layout)."""
     name = op_of(key)
     diff = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
     out = lp.apply(F.OPS[name], name, *args)
-    weights = np.random.default_rng(1).standard_normal(out.shape).astype(out.dtype)
+    weights = layouts(np.random.default_rng(1).standard_normal(out.shape).astype(out.dtype))[layout]
 
     def f(*xs):
         full = list(args)
@@ -359,10 +449,11 @@ def _op_loss(key, args):
 
 
 @settings(max_examples=60, deadline=None)
-@given(key=st.sampled_from(sorted(SAMPLES)), seed=st.integers(0, 2**16))
-def test_every_op_under_jit_of_grad(key, seed):
+@given(key=st.sampled_from(sorted(SAMPLES)), seed=st.integers(0, 2**16), layout=st.sampled_from(sorted(layouts(
+    np.zeros(1)))))
+def test_every_op_under_jit_of_grad(key, seed, layout):
     args = SAMPLES[key](np.random.default_rng(seed))
-    f, xs = _op_loss(key, args)
+    f, xs = _op_loss(key, args, layout)
     if not xs:
         return
     argnums = tuple(range(len(xs)))
@@ -417,6 +508,7 @@ def test_each_op_replays_under_jit_of_grad(key):
     for scale in (1.0, 0.75):
         ys = [x * scale for x in xs]
         assert same(jitted(*ys), eager(*ys)), key
+    assert jitted.trace_count == 1, key  # no value of the op's code left the trace (to be checked at each call)
 
 
 def test_digits_example_with_and_without_jit_are_identical():
@@ -441,6 +533,161 @@ def test_the_layout_of_array_arguments_is_part_of_the_signature():
         assert same(jitted(x), f(x))
         assert same(x, x)  # (inputs are never written)
     assert jitted.trace_count == 2
+
+
+CONSTANT_USES = {
+    "einsum": lambda x, a: np.einsum("ij,jk->ik", x, a),
+    "sums": lambda x, a: [(a * x[0, 0]).sum(), (a * x[0, 0]).sum(0), np.mean(a * x[0, 0], axis=1)],
+    "matmul": lambda x, a: x @ a,
+    "tensordot": lambda x, a: np.tensordot(x, a, 1),
+    "transposed matmul": lambda x, a: a.T @ x.T,
+    "grad": lambda x, a: lp.grad(lambda x: (lp.tanh(x @ a) ** 2).sum())(x),
+}
+
+
+@pytest.mark.parametrize("use", sorted(CONSTANT_USES))
+@pytest.mark.parametrize("layout", sorted(layouts(np.zeros(1))))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_constants_keep_their_memory_layout(use, layout, dtype):
+    """A closure's array is a constant of the program, kept in its own layout: NumPy's loops (and
+    BLAS's kernels, which differ between CPUs) add up in an order that follows the layout."""
+    rng = np.random.default_rng(3)
+    a = layouts(rng.standard_normal((60, 37)).astype(dtype))[layout]
+    fn = CONSTANT_USES[use]
+    jitted = lp.jit(lambda x: fn(x, a))
+    for _ in range(2):  # the trace, then a replay with new values
+        x = rng.standard_normal((5, 60)).astype(dtype)
+        assert same(jitted(x), fn(x, a)), (use, layout)
+    returned = lp.jit(lambda x: (x * 2, a))(x)[1]
+    assert returned.strides == a.strides and np.array_equal(returned, a)
+
+
+def test_powers_replay_numpys_operator():
+    """``x ** 2`` is NumPy's operator, which before NumPy 2 takes np.square (np.sqrt for 0.5,
+    np.reciprocal for -1, ...) rather than np.power: the replay makes the same call."""
+    def f(x, y):
+        z = x * 1.0
+        z **= 2
+        y **= 0.5  # (in place, in an argument)
+        return [z, y, x ** -1, x ** 1, x ** 0, x ** 0.5, x ** 2.0, x ** 3, 2.0 ** x, np.float32(1.5) ** x]
+
+    rng = np.random.default_rng(6)
+    for dtype in (np.float32, np.float64):
+        jitted = lp.jit(f)
+        for _ in range(3):
+            x = rng.uniform(0.5, 2.0, 50).astype(dtype)
+            a, b = x.copy(), x.copy()
+            assert same(jitted(x, a), f(x, b)) and same(a, b)
+
+
+def _max_jvp(x, t):
+    return lp.jvp(lambda x: lp.max(x, axis=0), (x,), (t,))
+
+
+def _scalar(x):
+    return (lp.tanh(x) ** 2).sum() * lp.max(x)
+
+
+UNDER_JIT = {  # name: (function, its arguments from a generator)
+    "jacfwd": (lp.jacfwd(lambda x: lp.tanh(x) * lp.max(x)), lambda r: (r.standard_normal(3),)),
+    "jacrev": (lp.jacrev(lambda x: lp.tanh(x) * lp.max(x)), lambda r: (r.standard_normal(3),)),
+    "hessian": (lp.hessian(_scalar), lambda r: (r.standard_normal(3),)),
+    "hvp": (lp.hvp(_scalar), lambda r: (r.standard_normal(3), r.standard_normal(3))),
+    "vmap": (lp.vmap(lambda x: lp.tanh(x) * lp.max(x)), lambda r: (r.standard_normal((4, 3)),)),
+    "vmap of grad": (lp.vmap(lp.grad(_scalar)), lambda r: (r.standard_normal((4, 3)),)),
+    "jvp of max": (_max_jvp, lambda r: (r.standard_normal((4, 3)), r.standard_normal((4, 3)))),
+    "vjp with a cotangent": (lambda x, c: lp.vjp(lambda x: lp.tanh(x) * lp.max(x), x)[1](c),
+                             lambda r: (r.standard_normal(3), r.standard_normal(3))),
+}
+
+
+UNDER_JIT.update({  # and functions that take a traced array where a plain one is usual
+    "Tensor of an argument": (lambda x: (lp.Tensor(x) * 2.0, lp.Tensor(x, dtype=np.float32)),
+                              lambda r: (r.standard_normal(3),)),
+    "take_along_axis": (lambda x, i: lp.take_along_axis(x, i, 1), lambda r: (r.standard_normal((3, 4)),
+                                                                           r.integers(0, 4, (3, 2)))),
+    "grad of take_along_axis": (lp.grad(lambda x, i: (lp.take_along_axis(x, i, 1) ** 2).sum()),
+                                lambda r: (r.standard_normal((3, 4)), r.integers(0, 4, (3, 2)))),
+    "select": (lambda x, c: lp.select([c], [lp.Tensor(x) * 2.0], x), lambda r: (r.standard_normal(4),
+                                                                              r.random(4) > 0.5)),
+    "quantile": (lambda x, q: lp.quantile(x, q), lambda r: (r.standard_normal(7), r.random(2))),
+})
+
+
+@pytest.mark.parametrize("name", sorted(UNDER_JIT))
+def test_transforms_under_jit_trace_once(name):
+    """LeanPass's transforms and functions keep jit's stand-ins on the trace (none is turned into a
+    constant that jit must check at each call): new values replay the program, with eager's bits."""
+    f, make = UNDER_JIT[name]
+    jitted = lp.jit(f)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        args = make(rng)
+        assert same(jitted(*args), f(*args)), name
+    assert jitted.trace_count == 1, name
+
+
+def test_vmap_of_a_jitted_function_batches_it():
+    def f(x, w):
+        return (lp.tanh(x @ w) ** 2).sum()
+
+    rng = np.random.default_rng(5)
+    xs, w = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
+    for g in (f, lp.grad(f), lp.grad(f, argnums=1)):
+        jitted = lp.jit(g)
+        assert same(lp.vmap(jitted, in_axes=(0, None))(xs, w), lp.vmap(g, in_axes=(0, None))(xs, w))
+        assert same(jitted(xs[0], w), g(xs[0], w))  # traced for one example, then vmapped again
+        assert same(lp.vmap(jitted, in_axes=(0, None))(xs * 2, w), lp.vmap(g, in_axes=(0, None))(xs * 2, w))
+        assert same(lp.vmap(lp.vmap(jitted, in_axes=(0, None)), in_axes=(None, 1))(xs, np.stack([w, -w], 1)),
+                    lp.vmap(lp.vmap(g, in_axes=(0, None)), in_axes=(None, 1))(xs, np.stack([w, -w], 1)))
+    scale = lp.jit(lambda x, k: x * k, static_argnums=1)
+    assert same(lp.vmap(scale, in_axes=(0, None))(xs, 3), xs * 3)
+
+    def per_example(x):  # a jitted function made inside vmap, its closure batched
+        times = lp.jit(lambda y: y * x)
+        return times(np.ones(3)) + times(np.full(3, 2.0))
+
+    assert same(lp.vmap(per_example)(xs), lp.vmap(lambda x: np.ones(3) * x + np.full(3, 2.0) * x)(xs))
+    compiled = lp.jit(lp.vmap(f, in_axes=(0, None)))  # and jit of vmap
+    for k in (1.0, 2.0, 3.0):
+        assert same(compiled(xs * k, w), lp.vmap(f, in_axes=(0, None))(xs * k, w))
+    assert compiled.trace_count == 1
+
+
+def test_debug_nans_sees_inside_a_jitted_function():
+    def norm(x):
+        return lp.sqrt((x * x).sum())
+
+    jg = lp.jit(lp.grad(norm))
+    jg(np.ones(3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        assert np.isnan(jg(np.zeros(3))).all()  # a NaN, as without jit
+        with lp.debug_nans(), pytest.raises(FloatingPointError, match="debug_nans: the VJP of op"):
+            jg(np.zeros(3))
+        with lp.debug_nans():
+            assert same(jg(np.ones(3)), lp.grad(norm)(np.ones(3)))
+    assert same(jg(np.full(3, 2.0)), lp.grad(norm)(np.full(3, 2.0)))
+    assert jg.trace_count == 1  # (compiled again once the block has ended)
+
+
+def test_the_program_cache_is_bounded_and_retracing_warns():
+    f = lp.jit(lambda x: x * 2, cache_size=3)
+    with pytest.warns(RuntimeWarning, match=r"traced for 8 different argument signatures \(the last change: "
+                                            r"args\[0\], shape \(7,\) then \(8,\)\).*pad or bucket"):
+        for n in range(1, 12):
+            assert same(f(np.ones(n)), np.full(n, 2.0))
+    assert f.trace_count == 11
+    f(np.ones(9))  # kept: 9, 10, 11; 9 is now the most recently used
+    assert f.trace_count == 11
+    f(np.ones(1))  # traced again; 10 goes
+    f(np.ones(9))
+    assert f.trace_count == 12
+    f(np.ones(10))
+    assert f.trace_count == 13
+    g = lp.jit(lambda x, k: x * k, static_argnums=1)
+    with pytest.warns(RuntimeWarning, match=r"the last change: static argument 1, 7 then 8"):
+        for k in range(1, 10):
+            g(np.ones(2), k)
 
 
 def test_arguments_holding_other_objects_are_refused():

@@ -27,13 +27,15 @@ def is_array(x: Any) -> bool:
 
 
 def asarray(x: Any) -> Any:
-    """``np.asarray(x)`` of a number or a NumPy scalar, kept traced for a stand-in of jit.
+    """``np.asarray(x)`` of a number or a NumPy scalar, kept traced for a stand-in of jit (or vmap).
 
     >>> asarray(2.0)
     array(2.)
     """
     convert = getattr(type(x), "_lp_asarray", None)
-    return np.asarray(x) if convert is None else convert(x)
+    if convert is not None:
+        return convert(x)
+    return x if isinstance(x, RAW) else np.asarray(x)
 
 # leanpass.batching's hook, set once vmap is imported: ``spread_target(index, x, copy)`` is ``x``
 # made batched over the vmap levels of a batched ``index`` (a plain array can neither be indexed

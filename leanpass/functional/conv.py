@@ -522,7 +522,7 @@ def _winograd_weight(w: Any) -> Any:
     """``U = G w G^T`` for a weight ``(O, C, 3, 3)``, as (36, C, O): one product with ``G ⊗ G``."""
     o, c = w.shape[:2]
     gg = np.kron(_G, _G).astype(w.dtype)  # (36, 9): [6 i + j, 3 k + l] = G[i, k] G[j, l]
-    return np.ascontiguousarray(np.matmul(w.reshape(o * c, 9), gg.T).T).reshape(36, o, c).transpose(0, 2, 1)
+    return np.matmul(w.reshape(o * c, 9), gg.T).T.copy().reshape(36, o, c).transpose(0, 2, 1)  # (a copy jit records)
 
 
 def _winograd_output(m: Any, n: int, th: int, tw: int, out: Pair) -> Any:

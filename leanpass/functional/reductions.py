@@ -130,7 +130,7 @@ def _extreme(reduce: Any, x: Any, axis: Axis, keepdims: bool) -> tuple[Any, Any]
 def _extreme_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Forward-mode rule of max and min: the tangent at the extreme, averaged over ties."""
     t = ts[0]
-    hit = (x == _restore(ans, _shape(x), axis, keepdims)).astype(t.dtype)
+    hit = (x == _restore(ans, _shape(x), axis, keepdims)).astype(t.dtype)  # (np.asarray would leave jit's trace)
     return np.sum(t * (hit / np.sum(hit, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims)
 
 
