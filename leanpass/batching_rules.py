@@ -124,8 +124,10 @@ for _f, _call in ((np.sum, np.add.reduce), (np.prod, np.multiply.reduce), (np.ma
     RULES[_f] = _reduction(_f, call=_call)
 for _f in (np.mean, np.any, np.all, np.std, np.var, np.ptp,
            np.nansum, np.nanmean, np.nanprod, np.nanmax, np.nanmin, np.nanstd, np.nanvar, np.median,
-           np.nanmedian, np.count_nonzero, np.linalg.vector_norm if hasattr(np.linalg, "vector_norm") else np.sum):
+           np.nanmedian, np.count_nonzero):
     RULES[_f] = _reduction(_f)
+if hasattr(np.linalg, "vector_norm"):  # (NumPy >= 2)
+    RULES[np.linalg.vector_norm] = _reduction(np.linalg.vector_norm)
 for _f in (np.argmax, np.argmin, np.nanargmax, np.nanargmin, np.cumsum, np.cumprod, np.nancumsum, np.nancumprod):
     RULES[_f] = _reduction(_f, flat_none=True)
 for _f in (np.sort, np.argsort):
@@ -219,11 +221,15 @@ def _ravel(lvl: Level, a: Any, order: str = "C") -> Any:
     return Batched(v.reshape((v.shape[0], -1), order=order), lvl)
 
 
-@_rule(np.transpose, np.permute_dims if hasattr(np, "permute_dims") else np.transpose)
+@_rule(np.transpose)
 def _transpose(lvl: Level, a: Any, axes: Any = None) -> Any:
     nd = a.ndim
     perm = (0,) + (tuple(range(nd, 0, -1)) if axes is None else tuple(_axis(x, nd) for x in axes))
     return Batched(np.transpose(a.value, perm), lvl)
+
+
+if hasattr(np, "permute_dims"):  # (NumPy >= 2)
+    RULES[np.permute_dims] = _transpose
 
 
 @_rule(np.swapaxes)
@@ -664,12 +670,13 @@ def _norm(lvl: Level, x: Any, ord: Any = None, axis: Any = None, keepdims: bool 
     return Batched(np.linalg.norm(v, ord, ax, keepdims), lvl)
 
 
-@_rule(np.linalg.matrix_transpose if hasattr(np.linalg, "matrix_transpose") else np.linalg.inv)
 def _matrix_transpose(lvl: Level, x: Any) -> Any:
     return Batched(np.swapaxes(x.value, -1, -2), lvl)
 
 
-if hasattr(np, "matrix_transpose"):
-    RULES[np.matrix_transpose] = _matrix_transpose
+# (NumPy >= 2 has them; a rule is registered under a function's own name only, never under another's)
+for _f in (getattr(np.linalg, "matrix_transpose", None), getattr(np, "matrix_transpose", None)):
+    if _f is not None:
+        RULES[_f] = _matrix_transpose
 
 
