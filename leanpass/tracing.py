@@ -261,7 +261,10 @@ def _make_inplace(name: str, symbol: str, ufunc: Any) -> Callable[..., Any]:
         if not isinstance(other, _KNOWN):
             return NotImplemented
         if isinstance(self._v, np.ndarray):  # in place, as NumPy does it: the same array comes back
-            self._tr.call(ufunc, (self, other), {"out": (self,)}, ufunc=ufunc)
+            if name == "pow":  # (the operator itself, with its shortcuts: see _Trace.binary)
+                self._tr.call(pyop, (self, other), {})
+            else:
+                self._tr.call(ufunc, (self, other), {"out": (self,)}, ufunc=ufunc)
             return self
         return self._tr.binary(getattr(operator, name if name not in ("and", "or") else name + "_"),
                                symbol, ufunc, self, other)
@@ -364,7 +367,7 @@ _POSITIONAL_OUT = {np.add, np.subtract, np.multiply, np.true_divide, np.negative
                    np.square, np.sign, np.absolute, np.tanh, np.sin, np.cos, np.power, np.logaddexp, np.reciprocal}
 _REDUCE_METHODS = {"sum": np.add.reduce, "max": np.maximum.reduce, "min": np.minimum.reduce}
 _MUTATING_METHODS = {"fill", "sort", "partition", "put", "itemset", "resize", "setfield", "setflags"}
-_WRITES_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis}
+_WRITES_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis, operator.ipow}
 
 
 class _Trace:
@@ -541,6 +544,8 @@ class _Trace:
             return self.call(pyop, (a, b), {})
         if symbol == "@":
             return self.call(np.matmul, (a, b), {})
+        if symbol == "**":  # the operator itself: ndarray ** number takes shortcuts np.power does not (NumPy 1.x
+            return self.call(pyop, (a, b), {})  # squares for ** 2, takes sqrt for ** 0.5: other bits)
         return self.call(ufunc, (a, b), {}, ufunc=ufunc)
 
     def unary(self, pyop: Any, ufunc: Any, a: TracedArray) -> Any:
