@@ -32,6 +32,7 @@ from .batching import (
     _spread,
     _spread_like,
 )
+from .functional.linalg import rhs_is_vector
 
 _f: Any  # (the loop variables of the registrations below)
 _call: Any
@@ -646,14 +647,14 @@ for _f in (np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky, 
 
 @_rule(np.linalg.solve)
 def _solve(lvl: Level, a: Any, b: Any) -> Any:
-    vector = _ndim(b) == 1
-    av = a.value if _is(a, lvl) else a
-    bv = b.value if _is(b, lvl) else b
+    vector = rhs_is_vector(_ndim(a), _ndim(b))  # (per example, as NumPy reads it)
+    av, bv = _spread(lvl, a), _spread(lvl, b)
     if vector:
         bv = bv[..., None]
-    if not _is(b, lvl):
-        bv = np.broadcast_to(bv, (lvl.size,) + np.shape(bv))
-    out = np.linalg.solve(av, bv)
+    # one rank for both, the per-example batch axes lined up from the right behind the batch axis
+    # (NumPy would line them up with it), and no rank-dependent reading of b is left to NumPy
+    nd = max(av.ndim, bv.ndim) - 1
+    out = np.linalg.solve(_front(av, av.ndim - 1, nd), _front(bv, bv.ndim - 1, nd))
     return Batched(out[..., 0] if vector else out, lvl)
 
 

@@ -77,6 +77,11 @@ CASES: dict[str, tuple[Any, tuple[Any, ...], Any]] = {
     "inv of non-symmetric matrices": (lambda c: np.linalg.inv(c), (C + 3 * np.eye(3),), 0),
     "solve vector": (lambda c, b: np.linalg.solve(c, b[:3]), (SPD, B), 0),
     "solve shared matrix": (lambda b: np.linalg.solve(SPD[0], b[:3]), (B,), 0),
+    # per-example batch axes of a and b of different ranks: lined up from the right behind vmap's axis
+    "solve stacks of ranks 2 and 0": (lambda c, a: np.linalg.solve(c, a[:, :2]),
+                                      (np.broadcast_to(SPD[:2], (4, 2, 2, 3, 3)) * 1, A), 0),
+    "solve shared stack": (lambda a: np.linalg.solve(SPD[:2, None], a[:, :2]), (A,), 0),
+    "solve b one axis fewer": (lambda c, b: np.linalg.solve(c, b[:, :3]), (np.stack([SPD[:3]] * 4), C), 0),
     "cholesky eigh": (lambda c: np.linalg.cholesky(c) + np.linalg.eigh(c)[1] ** 2, (SPD,), 0),
     "svd norm": (lambda c: np.linalg.svd(c)[1] + np.linalg.norm(c) + np.linalg.norm(c[0], 1), (C,), 0),
     "slogdet": (lambda c: np.linalg.slogdet(c)[1], (SPD,), 0),

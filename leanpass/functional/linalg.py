@@ -176,17 +176,32 @@ def _slogdet_vjp(a: Any, g: Any) -> tuple[Any]:
     return (g[..., None, None] * _T(_inverse_for_gradient(a, "slogdet")),)
 
 
+# NumPy 2 reads a 1-D ``b`` of np.linalg.solve as a vector; NumPy 1.x also a ``b`` with one axis
+# fewer than ``a`` (a stack of vectors), and a 1-D ``b`` with a stack of matrices not at all.
+_VECTOR_STACKS = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+
+
+def rhs_is_vector(a_ndim: int, b_ndim: int) -> bool:
+    """True where ``np.linalg.solve(a, b)`` reads ``b`` as a vector (or a stack of them), as the
+    installed NumPy does: 1-D, and on NumPy 1.x also with one axis fewer than ``a``.
+
+    >>> rhs_is_vector(2, 1), rhs_is_vector(3, 3)
+    (True, False)
+    """
+    return b_ndim == 1 or (_VECTOR_STACKS and b_ndim == a_ndim - 1)
+
+
 def solve(a: Any, b: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
-    """``x`` with ``a @ x == b`` (``b`` a vector when 1-D, as in NumPy). Cotangents
-    ``gb = solve(a.T, g)`` and ``ga = -gb @ x.T``, unbroadcast over the batch axes.
+    """``x`` with ``a @ x == b`` (``b`` a vector when 1-D, as in NumPy; see ``rhs_is_vector``).
+    Cotangents ``gb = solve(a.T, g)`` and ``ga = -gb @ x.T``, unbroadcast over the batch axes.
 
     >>> solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([2.0, 2.0]))[0]
     array([1. , 0.5])
     """
     # The batch axes are lined up explicitly (leading 1s) and a vector is solved as a column, so
     # that no call depends on NumPy's rank-dependent rules (a batching transform needs that).
-    if np.ndim(b) == 1:
-        col = np.reshape(b, (1,) * (np.ndim(a) - 2) + (np.shape(b)[0], 1))
+    if rhs_is_vector(np.ndim(a), np.ndim(b)):
+        col = np.reshape(b, (1,) * (np.ndim(a) - 1 - np.ndim(b)) + _shape(b) + (1,))
         ans = np.linalg.solve(a, col)[..., 0]
     else:
         ans = np.linalg.solve(*_same_rank(a, b))
@@ -204,7 +219,7 @@ def _same_rank(a: Any, b: Any) -> tuple[Any, Any]:
 
 
 def _solve_vjp(a: Any, b: Any, ans: Any, need: tuple[bool, bool], g: Any) -> tuple[Any, Any]:
-    if np.ndim(b) == 1:  # vectors: solved as columns (g has a's batch axes)
+    if rhs_is_vector(np.ndim(a), np.ndim(b)):  # vectors: solved as columns (g has a's batch axes)
         gb = np.linalg.solve(_T(a), g[..., None])[..., 0]
         ga = -(gb[..., :, None] * ans[..., None, :]) if need[0] else None
     else:
