@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy._globals import _NoValue  # (np._NoValue, which NumPy 1.x's stubs do not declare)
 
 from .batching import (
     RULES,
@@ -154,8 +155,8 @@ RULES[np.argpartition] = _partition_rule(np.argpartition)
 
 
 @_rule(np.diff)
-def _diff(lvl: Level, a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue) -> Any:
-    parts = [p for p in (prepend, append) if p is not np._NoValue]
+def _diff(lvl: Level, a: Any, n: int = 1, axis: int = -1, prepend: Any = _NoValue, append: Any = _NoValue) -> Any:
+    parts = [p for p in (prepend, append) if p is not _NoValue]
     if parts:  # join them first, per example
         ax = axis
         pieces = [a]
@@ -167,9 +168,9 @@ def _diff(lvl: Level, a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoV
                 s[ax % nd] = 1
                 return np.broadcast_to(p, tuple(s))
             return p
-        if prepend is not np._NoValue:
+        if prepend is not _NoValue:
             pieces.insert(0, full(prepend))
-        if append is not np._NoValue:
+        if append is not _NoValue:
             pieces.append(full(append))
         a = np.concatenate(pieces, axis=axis)
     a = a if _is(a, lvl) else Batched(_spread(lvl, a), lvl)

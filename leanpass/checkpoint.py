@@ -341,7 +341,7 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
     leaves, treedef = tree_flatten(tree)
     paths: list[str] = []
     structure = _encode(treedef, "", paths)
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}  # (np.savez's stubs would take an ndarray value for allow_pickle)
     infos = []
     for i, (leaf, where) in enumerate(zip(leaves, paths)):
         info, arr = _leaf_record(leaf, where)
@@ -362,7 +362,7 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)  # type: ignore[arg-type]
+            np.savez(fh, **arrays)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
