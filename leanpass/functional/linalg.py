@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ._broadcast import unbroadcast
+from ._lift import NUMPY1, weak
 
 BOTH = (True, True)
 
@@ -69,7 +70,8 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 def _reciprocal_or_zero(d: Any, zero: Any) -> Any:
     """``1 / d``, and 0 where ``zero`` (a plain boolean array) is true: finite at every order."""
-    return np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, d))
+    one = weak(1.0, d)
+    return np.where(zero, weak(0.0, d), one / np.where(zero, one, d))
 
 
 def _near(d: Any, tol: Any) -> Any:
@@ -178,7 +180,7 @@ def _slogdet_vjp(a: Any, g: Any) -> tuple[Any]:
 
 # NumPy 2 reads a 1-D ``b`` of np.linalg.solve as a vector; NumPy 1.x also a ``b`` with one axis
 # fewer than ``a`` (a stack of vectors), and a 1-D ``b`` with a stack of matrices not at all.
-_VECTOR_STACKS = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+_VECTOR_STACKS = NUMPY1
 
 
 def rhs_is_vector(a_ndim: int, b_ndim: int) -> bool:
@@ -450,7 +452,8 @@ def norm(x: Any, ord: float = 2, axis: Any = None, keepdims: bool = False) -> tu
     elif p == 2:
         kept = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
     else:
-        kept = np.sum(np.abs(x) ** p, axis=axis, keepdims=True) ** (1 / p)
+        total = np.sum(np.abs(x) ** weak(p, x), axis=axis, keepdims=True)
+        kept = total ** weak(1 / p, total)
     ans = kept if keepdims else np.reshape(kept, _dropped(_shape(x), axis))
     return ans, partial(_norm_vjp, x, kept, p, axis, keepdims)
 
@@ -468,8 +471,8 @@ def _norm_vjp(x: Any, kept: Any, p: float, axis: Any, keepdims: bool, g: Any) ->
     if p == 2:
         return (g * x * _reciprocal_or_zero(kept, zero), None, None, None)
     ax = np.abs(x)
-    scale = _reciprocal_or_zero(kept ** (p - 1), zero)
-    grow = np.where(ax == 0, 0.0, np.sign(x) * np.where(ax == 0, 1.0, ax) ** (p - 1))
+    scale = _reciprocal_or_zero(kept ** weak(p - 1, kept), zero)
+    grow = np.where(ax == 0, weak(0.0, x), np.sign(x) * np.where(ax == 0, weak(1.0, x), ax) ** weak(p - 1, x))
     return (g * grow * scale, None, None, None)
 
 
