@@ -146,3 +146,15 @@ def test_optimizers_keep_a_float32_parameter_float32(name: str, shape: tuple[int
     want = {"sgd": 0.5 * 0.9**3, "weight decay": 0.5 * 0.89**3}.get(name)
     if want is not None:  # (plain steps, by hand: w <- w - 0.1 (w + decay w))
         np.testing.assert_allclose(params["w"], np.full(shape, want), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (_, ds) in F.ELEMENTWISE.items() if len(ds) == 2))
+def test_float32_meeting_float64_gives_float64(name: str) -> None:
+    # (the casts that keep 0-d float32 float32 on NumPy 1.x must not narrow a float64 result)
+    x = np.asarray(0.5, np.float32)
+    for y in (np.asarray(0.25), np.full(3, 0.25)):
+        ans, vjp = F.OPS[name](x, y)
+        assert ans.dtype == np.float64
+        assert _dtypes(vjp(np.ones(np.shape(ans)))) == {"float64"}
+        assert _dtypes(lp.jvp(lambda a, b, f=F.OPS[name], n=name: lp.apply(f, n, a, b), (x, y),
+                              (np.ones_like(x), np.ones_like(y)))) == {"float64"}

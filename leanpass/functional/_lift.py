@@ -141,22 +141,25 @@ dtype('float32')
 
 
 def in_dtype_of(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``f(x, ...)`` in the float dtype of a 0-d ``x`` (NumPy 1.x only: there a function written with
-    Python constants widens a 0-d float32 ``x`` to float64; the table of NumPy's elementwise functions
-    keeps its one-line derivatives as they are, and casts their values back).
+    """``f(x, ...)`` in the float dtype of its array arguments, where they are all 0-d (NumPy 1.x only:
+    there a function written with Python constants widens 0-d float32 values to float64; the tables of
+    elementwise functions keep their one-line derivatives as they are, and cast their values back).
 
     >>> in_dtype_of(lambda x: x * 0.5)(np.float32(3.0)).dtype
     dtype('float32')
     """
 
-    def cast(x: Any, *args: Any) -> Any:
-        v = f(x, *args)
-        dtype = getattr(x, "dtype", None)
-        if dtype is None or dtype.kind != "f" or getattr(x, "ndim", 0) != 0:
+    def cast(*args: Any) -> Any:
+        v = f(*args)
+        if getattr(v, "ndim", 0) != 0:  # (arrays with axes: NumPy 1.x keeps Python numbers weak there)
             return v
+        dtypes = [a.dtype for a in args if getattr(a, "dtype", None) is not None and a.dtype.kind == "f"]
+        if not dtypes:
+            return v
+        dtype = np.result_type(*dtypes)
         vd = getattr(v, "dtype", None)
-        if vd is None:
-            return weak(v, x)
+        if vd is None:  # a Python number (a constant derivative)
+            return as_dtype_of(v, args[0]) if type(v) in (float, int) else v
         return v if vd == dtype or vd.kind != "f" else v.astype(dtype)
 
     return cast if NUMPY1 else f
