@@ -365,10 +365,15 @@ JVPS: dict[str, Callable[..., Any]] = {
     "concatenate": _concatenate_jvp, "stack": _stack_jvp, "where": _where_jvp, "einsum": _einsum_jvp,
 }
 
-if NUMPY1:  # a 0-d array meets a Python number in float64 there: take the number in the other's dtype (_lift.weak)
-    _where = where
+def _weak_where(op: Callable[..., Any]) -> Callable[..., Any]:
+    """``where`` with a Python number among ``x`` and ``y`` taken in the other's dtype (see ``_lift.weak``)."""
 
-    def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True)) -> tuple[Any, Any]:
-        return _where(cond, weak(x, y), weak(y, x), need)
+    def weak_where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True)) -> tuple[Any, Any]:
+        return op(cond, weak(x, y), weak(y, x), need)
 
-    where.__doc__ = _where.__doc__
+    weak_where.__name__, weak_where.__doc__ = op.__name__, op.__doc__
+    return weak_where
+
+
+if NUMPY1:  # a 0-d array meets a Python number in float64 there; on NumPy 2 in its own dtype
+    where = _weak_where(where)
