@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy._globals import _NoValue  # (np._NoValue, which NumPy 1.x's stubs do not declare)
 
 from .batching import (
     RULES,
@@ -32,6 +33,7 @@ from .batching import (
     _spread,
     _spread_like,
 )
+from .functional.linalg import rhs_is_vector
 
 _f: Any  # (the loop variables of the registrations below)
 _call: Any
@@ -128,8 +130,10 @@ for _f, _call in ((np.sum, np.add.reduce), (np.prod, np.multiply.reduce), (np.ma
     RULES[_f] = _reduction(_f, call=_call)
 for _f in (np.mean, np.any, np.all, np.std, np.var, np.ptp,
            np.nansum, np.nanmean, np.nanprod, np.nanmax, np.nanmin, np.nanstd, np.nanvar, np.median,
-           np.nanmedian, np.count_nonzero, np.linalg.vector_norm if hasattr(np.linalg, "vector_norm") else np.sum):
+           np.nanmedian, np.count_nonzero):
     RULES[_f] = _reduction(_f)
+if hasattr(np.linalg, "vector_norm"):  # (NumPy >= 2)
+    RULES[np.linalg.vector_norm] = _reduction(np.linalg.vector_norm)
 for _f in (np.argmax, np.argmin, np.nanargmax, np.nanargmin, np.cumsum, np.cumprod, np.nancumsum, np.nancumprod):
     RULES[_f] = _reduction(_f, flat_none=True)
 for _f in (np.sort, np.argsort):
@@ -155,8 +159,8 @@ RULES[np.argpartition] = _partition_rule(np.argpartition)
 
 
 @_rule(np.diff)
-def _diff(lvl: Level, a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue) -> Any:
-    parts = [p for p in (prepend, append) if p is not np._NoValue]
+def _diff(lvl: Level, a: Any, n: int = 1, axis: int = -1, prepend: Any = _NoValue, append: Any = _NoValue) -> Any:
+    parts = [p for p in (prepend, append) if p is not _NoValue]
     if parts:  # join them first, per example
         ax = axis
         pieces = [a]
@@ -168,9 +172,9 @@ def _diff(lvl: Level, a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoV
                 s[_axis(ax, nd) - 1] = 1
                 return np.broadcast_to(p, tuple(s))
             return p
-        if prepend is not np._NoValue:
+        if prepend is not _NoValue:
             pieces.insert(0, full(prepend))
-        if append is not np._NoValue:
+        if append is not _NoValue:
             pieces.append(full(append))
         a = np.concatenate(pieces, axis=axis)
     a = a if _is(a, lvl) else Batched(_spread(lvl, a), lvl)
@@ -223,11 +227,15 @@ def _ravel(lvl: Level, a: Any, order: str = "C") -> Any:
     return Batched(v.reshape((v.shape[0], -1), order=order), lvl)
 
 
-@_rule(np.transpose, np.permute_dims if hasattr(np, "permute_dims") else np.transpose)
+@_rule(np.transpose)
 def _transpose(lvl: Level, a: Any, axes: Any = None) -> Any:
     nd = a.ndim
     perm = (0,) + (tuple(range(nd, 0, -1)) if axes is None else tuple(_axis(x, nd) for x in axes))
     return Batched(np.transpose(a.value, perm), lvl)
+
+
+if hasattr(np, "permute_dims"):  # (NumPy >= 2)
+    RULES[np.permute_dims] = _transpose
 
 
 @_rule(np.swapaxes)
@@ -646,14 +654,14 @@ for _f in (np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky, 
 
 @_rule(np.linalg.solve)
 def _solve(lvl: Level, a: Any, b: Any) -> Any:
-    vector = _ndim(b) == 1
-    av = a.value if _is(a, lvl) else a
-    bv = b.value if _is(b, lvl) else b
+    vector = rhs_is_vector(_ndim(a), _ndim(b))  # (per example, as NumPy reads it)
+    av, bv = _spread(lvl, a), _spread(lvl, b)
     if vector:
         bv = bv[..., None]
-    if not _is(b, lvl):
-        bv = np.broadcast_to(bv, (lvl.size,) + np.shape(bv))
-    out = np.linalg.solve(av, bv)
+    # one rank for both, the per-example batch axes lined up from the right behind the batch axis
+    # (NumPy would line them up with it), and no rank-dependent reading of b is left to NumPy
+    nd = max(av.ndim, bv.ndim) - 1
+    out = np.linalg.solve(_front(av, av.ndim - 1, nd), _front(bv, bv.ndim - 1, nd))
     return Batched(out[..., 0] if vector else out, lvl)
 
 
@@ -670,12 +678,13 @@ def _norm(lvl: Level, x: Any, ord: Any = None, axis: Any = None, keepdims: bool 
     return Batched(np.linalg.norm(v, ord, ax, keepdims), lvl)
 
 
-@_rule(np.linalg.matrix_transpose if hasattr(np.linalg, "matrix_transpose") else np.linalg.inv)
 def _matrix_transpose(lvl: Level, x: Any) -> Any:
     return Batched(np.swapaxes(x.value, -1, -2), lvl)
 
 
-if hasattr(np, "matrix_transpose"):
-    RULES[np.matrix_transpose] = _matrix_transpose
+# (NumPy >= 2 has them; a rule is registered under a function's own name only, never under another's)
+for _f in (getattr(np.linalg, "matrix_transpose", None), getattr(np, "matrix_transpose", None)):
+    if _f is not None:
+        RULES[_f] = _matrix_transpose
 
 

@@ -343,7 +343,7 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
     leaves, treedef = tree_flatten(tree)
     paths: list[str] = []
     structure = _encode(treedef, "", paths)
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}  # (np.savez's stubs would take an ndarray value for allow_pickle)
     infos: list[dict[str, Any]] = []
     first: dict[int, int] = {}  # a Tensor at several leaves (tied weights) is stored once: id -> its leaf
     for i, (leaf, where) in enumerate(zip(leaves, paths)):
@@ -372,7 +372,7 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)  # type: ignore[arg-type]
+            np.savez(fh, **arrays)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import functional as F
 from .functional import _lift
+from .functional._lift import weak
 from .ops import _axis, _tensor, concatenate, flatten, mean, reshape, sum, where
 from .ops import max as _max
 from .ops import min as _min
@@ -249,7 +250,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: Any = None, out: Any = None, over
     t = (pos - lo).astype(_value(ordered).dtype)
     t = t.reshape(qs.shape + (1,) * (np.ndim(_value(below)) - qs.ndim))
     diff = above - below
-    result = where(t >= 0.5, above - diff * (1 - t), below + diff * t)  # NumPy's lerp, bit for bit
+    result = where(t >= 0.5, above - diff * (weak(1, t) - t), below + diff * t)  # NumPy's lerp, bit for bit
     result = where(np.isnan(_value(flat)).any(axis=-1), np.nan, result)  # nan in a slice: nan, as NumPy
     return reshape(result, qs.shape + _result_shape(a, axis, keepdims))
 

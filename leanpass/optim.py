@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .functional import _lift
+from .functional._lift import weak
 from .tensor import Tensor, _const
 from .tree import register_pytree, tree_flatten, tree_unflatten
 
@@ -216,17 +217,19 @@ def sgd(learning_rate: LearningRate, momentum: float = 0.0, nesterov: bool = Fal
         if weight_decay:
             if params is None:
                 raise ValueError("sgd.update: weight_decay needs params: opt.update(grads, state, params)")
-            g = [gi + weight_decay * p for gi, p in zip(g, _arrays(params, state.treedef, "sgd.update", "params"))]
+            g = [gi + weak(weight_decay, p) * p
+                 for gi, p in zip(g, _arrays(params, state.treedef, "sgd.update", "params"))]
         if not momentum:
             neg = -lr
-            return tree_unflatten(state.treedef, [gi * neg for gi in g]), _state(state.step + 1, (), state.treedef)
+            return (tree_unflatten(state.treedef, [gi * weak(neg, gi) for gi in g]),
+                    _state(state.step + 1, (), state.treedef))
         for v, gi in zip(state.slots[0], g):
             _check_shape(gi, v)
-        velocity = tuple(momentum * v + gi for v, gi in zip(state.slots[0], g))
+        velocity = tuple(weak(momentum, v) * v + gi for v, gi in zip(state.slots[0], g))
         if nesterov:
-            ups = [(gi + momentum * v) * -lr for gi, v in zip(g, velocity)]
+            ups = [(gi + weak(momentum, v) * v) * weak(-lr, v) for gi, v in zip(g, velocity)]
         else:
-            ups = [v * -lr for v in velocity]
+            ups = [v * weak(-lr, v) for v in velocity]
         return tree_unflatten(state.treedef, ups), _state(state.step + 1, (velocity,), state.treedef)
 
     return Optimizer(init, update)
@@ -290,7 +293,8 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
             if params is None:
                 raise ValueError(f"{name}.update: weight decay needs params: opt.update(grads, state, params)")
             decay = lr * weight_decay
-            ups = [u - decay * p for u, p in zip(ups, _arrays(params, state.treedef, f"{name}.update", "params"))]
+            ps = _arrays(params, state.treedef, f"{name}.update", "params")
+            ups = [u - weak(decay, p) * p for u, p in zip(ups, ps)]
         return tree_unflatten(state.treedef, ups), _state(t, (mu, nu), state.treedef)
 
     return Optimizer(init, update)
@@ -301,7 +305,7 @@ def _adam_leaf(m: Any, v: Any, g: Any, b1: float, b2: float, step_size: Any, roo
     """One leaf's new moments and update: ``b1 m + (1 - b1) g``, ``b2 v + (1 - b2) g^2`` and
     ``m * -step_size / (sqrt(v) / root_c2 + eps)``."""
     if (type(g) is np.ndarray and type(m) is np.ndarray and type(v) is np.ndarray and g.dtype == m.dtype == v.dtype
-            and g.shape == m.shape == v.shape and type(step_size) is float and type(root_c2) is float):
+            and g.shape == m.shape == v.shape and g.ndim and type(step_size) is float and type(root_c2) is float):
         # The same operations in the same order into four new arrays instead of twelve: each fresh array
         # of a large layer costs its page faults, most of Adam's time.
         mu = np.multiply(m, b1)
@@ -316,10 +320,10 @@ def _adam_leaf(m: Any, v: Any, g: Any, b1: float, b2: float, step_size: Any, roo
         np.add(tmp, eps, out=tmp)
         up = np.multiply(mu, -step_size)
         return mu, nu, np.divide(up, tmp, out=up)
-    _check_shape(g, m)
-    mu = b1 * m + (1 - b1) * g
-    nu = b2 * v + (1 - b2) * (g * g)
-    return mu, nu, mu * -step_size / (np.sqrt(nu) / root_c2 + eps)
+    _check_shape(g, m)  # (the general path: traced or 0-d values; constants weak, so float32 stays float32)
+    mu = weak(b1, m) * m + weak(1 - b1, g) * g
+    nu = weak(b2, v) * v + weak(1 - b2, g) * (g * g)
+    return mu, nu, mu * weak(-step_size, mu) / (np.sqrt(nu) / weak(root_c2, nu) + weak(eps, nu))
 
 
 # ----- applying, clipping, chaining -------------------------------------------------------------

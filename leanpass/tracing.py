@@ -375,7 +375,7 @@ _POSITIONAL_OUT = {np.add, np.subtract, np.multiply, np.true_divide, np.negative
                    np.square, np.sign, np.absolute, np.tanh, np.sin, np.cos, np.power, np.logaddexp, np.reciprocal}
 _REDUCE_METHODS = {"sum": np.add.reduce, "max": np.maximum.reduce, "min": np.minimum.reduce}
 _MUTATING_METHODS = {"fill", "sort", "partition", "put", "itemset", "resize", "setfield", "setflags"}
-_WRITES_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis}
+_WRITES_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis, operator.ipow}
 
 
 class _Trace:

@@ -74,8 +74,14 @@ CASES: dict[str, tuple[Any, tuple[Any, ...], Any]] = {
     "sliding windows": (lambda b: sliding(b, 3), (B,), 0),
     "sliding windows 2d": (lambda a: sliding(a, (2, 3), axis=(0, 1)).sum(axis=(-1, -2)), (A,), 0),
     "inv det": (lambda c: np.linalg.inv(c) * np.linalg.det(c), (SPD,), 0),
+    "inv of non-symmetric matrices": (lambda c: np.linalg.inv(c), (C + 3 * np.eye(3),), 0),
     "solve vector": (lambda c, b: np.linalg.solve(c, b[:3]), (SPD, B), 0),
     "solve shared matrix": (lambda b: np.linalg.solve(SPD[0], b[:3]), (B,), 0),
+    # per-example batch axes of a and b of different ranks: lined up from the right behind vmap's axis
+    "solve stacks of ranks 2 and 0": (lambda c, a: np.linalg.solve(c, a[:, :2]),
+                                      (np.broadcast_to(SPD[:2], (4, 2, 2, 3, 3)) * 1, A), 0),
+    "solve shared stack": (lambda a: np.linalg.solve(SPD[:2, None], a[:, :2]), (A,), 0),
+    "solve b one axis fewer": (lambda c, b: np.linalg.solve(c, b[:, :3]), (np.stack([SPD[:3]] * 4), C), 0),
     "cholesky eigh": (lambda c: np.linalg.cholesky(c) + np.linalg.eigh(c)[1] ** 2, (SPD,), 0),
     "svd norm": (lambda c: np.linalg.svd(c)[1] + np.linalg.norm(c) + np.linalg.norm(c[0], 1), (C,), 0),
     "slogdet": (lambda c: np.linalg.slogdet(c)[1], (SPD,), 0),
@@ -116,6 +122,16 @@ def test_rule_equals_stacking(name: str) -> None:
     got = got._data if isinstance(got, lp.Tensor) else got
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_rule_named_after_a_numpy_function_batches_only_that_function() -> None:
+    # On a NumPy without np.linalg.matrix_transpose (1.x), matrix_transpose's rule was registered
+    # under np.linalg.inv instead, and vmap(np.linalg.inv) returned each matrix transposed.
+    from leanpass.batching import RULES
+
+    for func, rule in RULES.items():
+        if rule.__name__.startswith("_"):  # (a rule written for one function: _where, _solve, ...)
+            assert func.__name__ in rule.__name__, f"{rule.__name__} is the batching rule of {func.__name__}"
 
 
 def test_nested_levels_meet_in_one_call() -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import as_printed
+
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\s*$", re.S | re.M)
@@ -46,7 +48,7 @@ def test_doc_examples_run_and_print_what_they_say(path: Path) -> None:
             exec(compile(code, f"{path.name}:{line}", "exec", dont_inherit=True), namespace)  # (as a script runs)
         if expected is not None:
             got = "\n".join(s.rstrip() for s in buf.getvalue().rstrip().splitlines())
-            want = "\n".join(s.rstrip() for s in expected.rstrip().splitlines())
+            want = "\n".join(s.rstrip() for s in as_printed(expected).rstrip().splitlines())
             assert got == want, f"{path.name}:{line} printed:\n{got}\nbut the docs say:\n{want}"
 
 

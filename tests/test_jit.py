@@ -172,6 +172,27 @@ def test_python_numbers_are_traced_static_arguments_are_not():
     assert f.trace_count == 2
 
 
+def test_powers_replay_the_operator_eager_ran():
+    # ndarray ** number takes shortcuts that np.power does not (on NumPy 1.x: a square for ** 2, a
+    # sqrt for ** 0.5, a reciprocal for ** -1), so jit replays the operator itself, in place too
+    x = np.random.default_rng(0).uniform(0.1, 3.0, 1000)
+
+    def f(x, inplace):
+        out = [x ** p for p in (2, 0.5, -1, 1, 0, 3, 2.0, -0.5)] + [2.0 ** x, x ** x]
+        y = x * 1.0
+        if inplace:
+            y **= 2
+            y **= 0.5
+        return [*out, y]
+
+    for dtype in (np.float64, np.float32):
+        for inplace in (False, True):
+            jitted = lp.jit(f, static_argnums=1)
+            for scale in (1.0, 0.7):  # the trace, then a replay
+                xs = (x * scale).astype(dtype)
+                assert same(jitted(xs, inplace), f(xs, inplace)), (dtype, inplace)
+
+
 def test_branches_that_flip_between_calls():
     def f(x):
         s = (x * x).sum()

@@ -1,4 +1,5 @@
-"""Calls from a VJP rule to an op NumPy has no function for, so Tensor dispatch cannot reach it.
+"""Calls from a VJP rule to an op NumPy has no function for, so Tensor dispatch cannot reach it;
+and Python numbers in the rules, in an array's dtype on every NumPy (``weak``).
 
 On raw arrays the op runs directly; on Tensors (a differentiable backward pass) it is recorded
 through the Tensor layer, which sets ``apply`` when it is imported.
@@ -91,3 +92,76 @@ def is_tensor(x: Any) -> bool:
     False
     """
     return type(x) is tensor_type
+
+
+# ----- Python numbers in the rules ------------------------------------------------------------------
+# NumPy 2 computes ``x * 0.5`` in ``x``'s dtype (NEP 50: a Python number is "weak"). NumPy 1.x does
+# too when ``x`` has axes, but a 0-d array or a NumPy scalar (a loss, a scalar parameter, the
+# cotangent of a sum) combined with a Python number gives float64 there: ``np.float32(2) * 0.5``.
+# Rules that may meet 0-d values write their constants as ``weak(c, x)`` (``c`` itself on NumPy 2),
+# so that float32 stays float32 through every op and gradient on both.
+NUMPY1 = int(np.__version__.split(".")[0]) < 2
+_CONSTANTS: dict[tuple[Any, Any], np.ndarray] = {}
+
+
+def as_dtype_of(c: Any, x: Any) -> Any:
+    """The Python number ``c`` as a 0-d array of ``x``'s float dtype (``c`` itself where ``x`` has none):
+    how NumPy 2 applies it to ``x``, on every NumPy, for a rule that then calls NumPy functions on it
+    (``np.clip(2.0, ...)`` alone would make a float64 NumPy scalar, which widens float32).
+
+    >>> as_dtype_of(2.0, np.ones(3, np.float32)).dtype, as_dtype_of(2.0, 1.0)
+    (dtype('float32'), 2.0)
+    """
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype.kind != "f" or type(c) not in (float, int):
+        return c
+    key = (c, dtype)
+    out = _CONSTANTS.get(key) if c else None  # (never 0 from the cache: -0.0 == 0.0 would share it)
+    if out is None:
+        out = np.array(c, dtype)
+        out.flags.writeable = False
+        if c and len(_CONSTANTS) < 1024:
+            _CONSTANTS[key] = out
+    return out
+
+
+def _weak_numpy1(c: Any, x: Any) -> Any:
+    return as_dtype_of(c, x) if getattr(x, "ndim", 1) == 0 else c
+
+
+def _weak_numpy2(c: Any, x: Any) -> Any:
+    return c
+
+
+weak = _weak_numpy1 if NUMPY1 else _weak_numpy2
+weak.__doc__ = """The Python number ``c`` as NumPy 2 combines it with ``x``: ``c`` itself, or on NumPy 1.x a 0-d
+array of ``x``'s float dtype where ``x`` is 0-d (see above).
+
+>>> (np.float32(2.0) * weak(0.5, np.float32(2.0))).dtype
+dtype('float32')
+"""
+
+
+def in_dtype_of(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``f(x, ...)`` in the float dtype of its array arguments, where they are all 0-d (NumPy 1.x only:
+    there a function written with Python constants widens 0-d float32 values to float64; the tables of
+    elementwise functions keep their one-line derivatives as they are, and cast their values back).
+
+    >>> in_dtype_of(lambda x: x * 0.5)(np.float32(3.0)).dtype
+    dtype('float32')
+    """
+
+    def cast(*args: Any) -> Any:
+        v = f(*args)
+        if getattr(v, "ndim", 0) != 0:  # (arrays with axes: NumPy 1.x keeps Python numbers weak there)
+            return v
+        dtypes = [a.dtype for a in args if getattr(a, "dtype", None) is not None and a.dtype.kind == "f"]
+        if not dtypes:
+            return v
+        dtype = np.result_type(*dtypes)
+        vd = getattr(v, "dtype", None)
+        if vd is None:  # a Python number (a constant derivative)
+            return as_dtype_of(v, args[0]) if type(v) in (float, int) else v
+        return v if vd == dtype or vd.kind != "f" else v.astype(dtype)
+
+    return cast if NUMPY1 else f

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ._lift import as_dtype_of
+
 _NO_CONTEXT = contextlib.nullcontext()
 
 
@@ -77,6 +79,7 @@ def from_derivatives(derivatives: tuple[Callable[..., Any], ...], quiet: bool = 
 
     def binary(tangents: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:
         tx, ty = tangents
+        x, y = as_dtype_of(x, y), as_dtype_of(y, x)  # (a Python number as the op takes it: see elementwise.py)
         with np.errstate(divide="ignore", invalid="ignore") if quiet else _NO_CONTEXT:
             return total(None if tx is None else tx * dx(x, y, ans), None if ty is None else ty * dy(x, y, ans))
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ._broadcast import unbroadcast
+from ._lift import NUMPY1, weak
 from ._tangent import total
 
 Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
@@ -226,29 +227,31 @@ def _power_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
         if not np.any(flat):
             flat = False
     if flat is not False:
-        x = np.where(flat, 1, x)
-        y = np.where(flat, 1, y)
+        x = np.where(flat, weak(1, x), x)
+        y = np.where(flat, weak(1, y), y)
     gx = gy = None
     if need[0]:
         if type(y) in NUMBER and y == 0:  # x**0 of a constant 0: no x**-1 (inf at 0) anywhere
-            gx = unbroadcast(g * 0, x0)
+            gx = unbroadcast(g * weak(0, g), x0)
         else:
             # Where y == 0 and x == 0, 0**-1 is inf and y * inf is nan: take the base as 1 there
             # (the slope y * 1 is then 0, as it should be). Elsewhere y * x**(y-1) is exact,
             # also at y == 0, where it is 0 with the right derivative in y.
             zero = (y == 0) & (x == 0)
-            base = np.where(zero, 1, x) if np.any(zero) else x
+            base = np.where(zero, weak(1, x), x) if np.any(zero) else x
             with np.errstate(divide="ignore", invalid="ignore"):
-                slope = y * base ** (y - 1)
-            gx = unbroadcast(g * (slope if flat is False else np.where(flat, 0, slope)), x0)
+                slope = y * base ** (y - weak(1, y))
+            gx = unbroadcast(g * (slope if flat is False else np.where(flat, weak(0, slope), slope)), x0)
     if need[1]:
         # 0 where x <= 0 (no real log), computed from log(1) there
         if isinstance(x, (int, float)):  # a Python number stays weakly typed (float32 stays float32)
-            slope_y: Any = ans * math.log(x) if x > 0 else np.zeros_like(ans)
+            slope_y: Any = ans * weak(math.log(x), ans) if x > 0 else np.zeros_like(ans)
         else:
             positive = x > 0
-            slope_y = np.where(positive, np.where(positive, ans, 0) * np.log(np.where(positive, x, 1)), 0)
-        gy = unbroadcast(g * (slope_y if flat is False else np.where(flat, 0, slope_y)), y0)
+            zero_ans, one = weak(0, ans), weak(1, x)
+            logx = np.log(np.where(positive, x, one))
+            slope_y = np.where(positive, np.where(positive, ans, zero_ans) * logx, zero_ans)
+        gy = unbroadcast(g * (slope_y if flat is False else np.where(flat, weak(0, slope_y), slope_y)), y0)
     return gx, gy
 
 
@@ -420,9 +423,10 @@ def _logaddexp_weights(x: Any, y: Any, ans: Any) -> tuple[Any, Any]:
     with np.errstate(invalid="ignore"):
         d = x - y
         tie = np.isnan(d) & ~(np.isnan(x) | np.isnan(y))
+        zero = weak(0, d)
         if np.any(tie):
-            d = np.where(tie, 0, d)
-        return np.exp(-np.logaddexp(0, -d)), np.exp(-np.logaddexp(0, d))
+            d = np.where(tie, zero, d)
+        return np.exp(-np.logaddexp(zero, -d)), np.exp(-np.logaddexp(zero, d))
 
 
 def _logaddexp_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
@@ -436,3 +440,28 @@ JVPS: dict[str, Callable[..., Any]] = {
     "+": _add_jvp, "-": _sub_jvp, "*": _mul_jvp, "/": _div_jvp, "@": _matmul_jvp,
     "linear": _linear_jvp, "maximum": _select_jvp, "minimum": _select_jvp, "logaddexp": _logaddexp_jvp,
 }
+
+
+def _weak_operands(op: Callable[..., Any]) -> Callable[..., Any]:
+    """``op`` with a Python number operand taken in the other operand's dtype (see ``_lift.weak``)."""
+
+    def weak_op(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
+        return op(weak(x, y), weak(y, x), need)
+
+    weak_op.__name__, weak_op.__doc__ = op.__name__, op.__doc__
+    return weak_op
+
+
+def _weak_inputs(rule: Callable[..., Any]) -> Callable[..., Any]:
+    """A forward-mode rule with a Python number input taken as ``_weak_operands`` takes it."""
+
+    def weak_rule(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+        return rule(ts, ans, weak(x, y), weak(y, x))
+
+    return weak_rule
+
+
+if NUMPY1:  # a 0-d array meets a Python number in float64 there; on NumPy 2 in its own dtype
+    add, sub, mul, div, power, maximum, minimum, logaddexp = (
+        _weak_operands(op) for op in (add, sub, mul, div, power, maximum, minimum, logaddexp))
+    JVPS.update({name: _weak_inputs(JVPS[name]) for name in ("+", "-", "*", "/", "maximum", "minimum", "logaddexp")})

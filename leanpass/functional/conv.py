@@ -45,7 +45,7 @@ from ._scratch import plain as _plain
 from ._scratch import traced_or_plain as _traced_or_plain
 from ._scratch import work as _work
 
-_window_view = np.lib.stride_tricks.sliding_window_view
+_window_view: Any = np.lib.stride_tricks.sliding_window_view  # (NumPy 1.x's stubs refuse the tuple axis it takes)
 Pads = tuple[tuple[int, int], tuple[int, int]]
 Pair = tuple[int, int]
 
@@ -756,8 +756,9 @@ def conv_transpose2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: An
     for axis in (0, 1):
         if op[axis] >= max(st[axis], dil[axis]):
             raise ValueError(f"{where}: output_padding {op} must be smaller than the stride {st} or the dilation {dil}")
-    size = tuple((np.shape(xr)[2 + a] - 1) * st[a] - sum(pads[a]) + dil[a] * (kernel[a] - 1) + op[a] + 1
-                 for a in (0, 1))
+    high, wide = ((np.shape(xr)[2 + a] - 1) * st[a] - sum(pads[a]) + dil[a] * (kernel[a] - 1) + op[a] + 1
+                  for a in (0, 1))
+    size = (high, wide)
     if min(size) < 1:
         raise ValueError(f"{where}: the output would be {size} high and wide (input {np.shape(xr)}, padding {pads})")
     if b is not None and np.shape(_raw(b)) != (np.shape(wr)[1] * groups,):

@@ -35,6 +35,7 @@ import numpy as np
 
 from . import _lift
 from ._broadcast import unbroadcast
+from ._lift import as_dtype_of, in_dtype_of
 
 _LN2, _LN10, _PI = math.log(2.0), math.log(10.0), math.pi  # Python floats: float32 stays float32
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -191,6 +192,10 @@ ELEMENTWISE: dict[str, tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]
     "fmod": (np.fmod, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.trunc(x / _safe(y)))),
 }
 
+# On NumPy 1.x a 0-d input meets the Python constants above in float64: the derivatives (and the
+# values of erf, erfc and sinc, in _make) are cast back to the input's dtype there (see _lift.weak).
+ELEMENTWISE = {name: (forward, tuple(in_dtype_of(d) for d in ds)) for name, (forward, ds) in ELEMENTWISE.items()}
+
 # Ops whose inputs may leave their domain (nan or inf results), quietly as ``log`` does: they run
 # under np.errstate, which costs about 2 us a call, so the others do not.
 _QUIET = frozenset({
@@ -223,11 +228,15 @@ def _quiet_binary_vjp(dx: Any, dy: Any, x: Any, y: Any, ans: Any, need: tuple[bo
 
 def _make(name: str) -> Callable[..., Any]:
     """The op of table entry ``name``: ``op(x, *params) -> (ans, vjp)`` or ``op(x, y, need) -> ...``."""
-    forward, derivatives = ELEMENTWISE[name]
+    table_forward, derivatives = ELEMENTWISE[name]
+    forward = in_dtype_of(table_forward)
+    # (two inputs: a Python number one is taken in the other's dtype first, as NumPy 2 applies it, so
+    # that the derivatives never widen float32 with a float64 NumPy scalar made from it)
     if len(derivatives) == 2 and name in _QUIET:
         dx, dy = derivatives
 
         def op(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
+            x, y = as_dtype_of(x, y), as_dtype_of(y, x)
             with np.errstate(divide="ignore", invalid="ignore"):
                 ans = forward(x, y)
             return ans, partial(_quiet_binary_vjp, dx, dy, x, y, ans, need)
@@ -236,6 +245,7 @@ def _make(name: str) -> Callable[..., Any]:
         dx, dy = derivatives
 
         def op(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
+            x, y = as_dtype_of(x, y), as_dtype_of(y, x)
             ans = forward(x, y)
             return ans, partial(_binary_vjp, dx, dy, x, y, ans, need)
 
@@ -262,7 +272,7 @@ def _make(name: str) -> Callable[..., Any]:
         f">>> np.allclose({name}(x{', x' if len(derivatives) == 2 else ''})[0], "
         f"ELEMENTWISE[{name!r}][0](x{', x' if len(derivatives) == 2 else ''}))\nTrue\n"
     )
-    op.forward = forward  # type: ignore[attr-defined]
+    op.forward = table_forward  # type: ignore[attr-defined]
     op.derivatives = derivatives  # type: ignore[attr-defined]
     return op
 

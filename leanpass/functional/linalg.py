@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from ._broadcast import unbroadcast
+from ._lift import NUMPY1, weak
 from ._tangent import total
 
 BOTH = (True, True)
@@ -101,7 +102,8 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 def _reciprocal_or_zero(d: Any, zero: Any) -> Any:
     """``1 / d``, and 0 where ``zero`` (a plain boolean array) is true: finite at every order."""
-    return np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, d))
+    one = weak(1.0, d)
+    return np.where(zero, weak(0.0, d), one / np.where(zero, one, d))
 
 
 def _near(d: Any, tol: Any) -> Any:
@@ -367,17 +369,32 @@ def _slogdet_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
         return np.sum(_inverse_transposed(a) * tangents[0], axis=(-2, -1))
 
 
+# NumPy 2 reads a 1-D ``b`` of np.linalg.solve as a vector; NumPy 1.x also a ``b`` with one axis
+# fewer than ``a`` (a stack of vectors), and a 1-D ``b`` with a stack of matrices not at all.
+_VECTOR_STACKS = NUMPY1
+
+
+def rhs_is_vector(a_ndim: int, b_ndim: int) -> bool:
+    """True where ``np.linalg.solve(a, b)`` reads ``b`` as a vector (or a stack of them), as the
+    installed NumPy does: 1-D, and on NumPy 1.x also with one axis fewer than ``a``.
+
+    >>> rhs_is_vector(2, 1), rhs_is_vector(3, 3)
+    (True, False)
+    """
+    return b_ndim == 1 or (_VECTOR_STACKS and b_ndim == a_ndim - 1)
+
+
 def solve(a: Any, b: Any, need: tuple[bool, bool] = BOTH) -> tuple[Any, Any]:
-    """``x`` with ``a @ x == b`` (``b`` a vector when 1-D, as in NumPy). Cotangents
-    ``gb = solve(a.T, g)`` and ``ga = -gb @ x.T``, unbroadcast over the batch axes.
+    """``x`` with ``a @ x == b`` (``b`` a vector when 1-D, as in NumPy; see ``rhs_is_vector``).
+    Cotangents ``gb = solve(a.T, g)`` and ``ga = -gb @ x.T``, unbroadcast over the batch axes.
 
     >>> solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([2.0, 2.0]))[0]
     array([1. , 0.5])
     """
     # The batch axes are lined up explicitly (leading 1s) and a vector is solved as a column, so
     # that no call depends on NumPy's rank-dependent rules (a batching transform needs that).
-    if np.ndim(b) == 1:
-        col = np.reshape(b, (1,) * (np.ndim(a) - 2) + (np.shape(b)[0], 1))
+    if rhs_is_vector(np.ndim(a), np.ndim(b)):
+        col = np.reshape(b, (1,) * (np.ndim(a) - 1 - np.ndim(b)) + _shape(b) + (1,))
         ans = np.linalg.solve(a, col)[..., 0]
     else:
         ans = np.linalg.solve(*_same_rank(a, b))
@@ -395,7 +412,7 @@ def _same_rank(a: Any, b: Any) -> tuple[Any, Any]:
 
 
 def _solve_vjp(a: Any, b: Any, ans: Any, need: tuple[bool, bool], g: Any) -> tuple[Any, Any]:
-    if np.ndim(b) == 1:  # vectors: solved as columns (g has a's batch axes)
+    if rhs_is_vector(np.ndim(a), np.ndim(b)):  # vectors: solved as columns (g has a's batch axes)
         gb = np.linalg.solve(_T(a), g[..., None])[..., 0]
         ga = -(gb[..., :, None] * ans[..., None, :]) if need[0] else None
     else:
@@ -749,7 +766,8 @@ def norm(x: Any, ord: float = 2, axis: Any = None, keepdims: bool = False) -> tu
     elif p == 2:
         kept = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
     else:
-        kept = np.sum(np.abs(x) ** p, axis=axis, keepdims=True) ** (1 / p)
+        total = np.sum(np.abs(x) ** weak(p, x), axis=axis, keepdims=True)
+        kept = total ** weak(1 / p, total)
     ans = kept if keepdims else np.reshape(kept, _dropped(_shape(x), axis))
     return ans, partial(_norm_vjp, x, kept, p, axis, keepdims)
 
@@ -768,8 +786,8 @@ def _norm_slope(x: Any, kept: Any, p: float) -> tuple[Any, Any]:
     if p == 2:
         return x, _reciprocal_or_zero(kept, zero)
     ax = np.abs(x)
-    grow = np.where(ax == 0, 0.0, np.sign(x) * np.where(ax == 0, 1.0, ax) ** (p - 1))
-    return grow, _reciprocal_or_zero(kept ** (p - 1), zero)
+    grow = np.where(ax == 0, weak(0.0, x), np.sign(x) * np.where(ax == 0, weak(1.0, x), ax) ** weak(p - 1, x))
+    return grow, _reciprocal_or_zero(kept ** weak(p - 1, kept), zero)
 
 
 def _norm_vjp(x: Any, kept: Any, p: float, axis: Any, keepdims: bool, g: Any) -> tuple[Any, None, None, None]:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import _lift
+from ._lift import weak
 from .reductions import _shifted, softmax
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -72,7 +73,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         if fast and isinstance(g, _lift.RAW):  # the same formula, in place on the fresh p
             p[rows, labels] -= 1
             if reduction == "mean":
-                p *= g / n
+                p *= g / weak(n, g)
             elif reduction == "sum":
                 p *= g
             else:
@@ -81,7 +82,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         onehot = np.equal(np.expand_dims(labels, -1), np.arange(x.shape[-1])).astype(x.dtype)
         diff = p - onehot
         if reduction == "mean":
-            return diff * (g / n), None, None
+            return diff * (g / weak(n, g)), None, None
         if reduction == "sum":
             return diff * g, None, None
         return diff * g.reshape(n, 1), None, None
@@ -91,7 +92,8 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
 
 def _reduce(per_row: Any, reduction: str, n: int, fast: bool) -> Any:
     if reduction == "mean":
-        return (np.add.reduce(per_row) if fast else per_row.sum()) / n
+        total = np.add.reduce(per_row) if fast else per_row.sum()
+        return total / weak(n, total)
     if reduction == "sum":
         return np.add.reduce(per_row) if fast else per_row.sum()
     return per_row
@@ -103,7 +105,8 @@ def _cross_entropy_jvp(ts: tuple[Any, ...], ans: Any, x: Any, labels: Any, reduc
     n = x.shape[0]
     per_row = np.sum(softmax(x, -1)[0] * t, axis=-1) - t[np.arange(n), labels]
     if reduction == "mean":
-        return per_row.sum() / n
+        total = per_row.sum()
+        return total / weak(n, total)
     return per_row.sum() if reduction == "sum" else per_row
 
 

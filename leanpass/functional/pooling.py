@@ -24,7 +24,7 @@ import numpy as np
 
 from . import conv as _conv
 
-_window_view = np.lib.stride_tricks.sliding_window_view
+_window_view: Any = np.lib.stride_tricks.sliding_window_view  # (NumPy 1.x's stubs refuse the tuple axis it takes)
 
 
 def _params(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, where: str) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._lift import constant
+from ._lift import constant, weak
 from ._tangent import of_first
 
 Axis = Any  # None | int | tuple[int, ...]
@@ -93,8 +93,8 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
     n = _count(shape, axis)
     if not shape and axis is not None and axis != ():  # as np.mean: a 0-d input has no axis
         raise np.exceptions.AxisError(axis, 0)
-    ans = _add_reduce(x, axis=axis, keepdims=keepdims) / n  # np.mean, without its wrapper
-    return ans, lambda g: (_restore(g / n, shape, axis, keepdims),)
+    total = _add_reduce(x, axis=axis, keepdims=keepdims)  # np.mean, without its wrapper
+    return total / weak(n, total), lambda g: (_restore(g / weak(n, g), shape, axis, keepdims),)
 
 
 def max(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:  # noqa: A001
@@ -157,14 +157,16 @@ def var(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
     shape = _shape(x)
     dof = _dof(shape, axis, ddof, "var")
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    ans = np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof
-    return ans, lambda g: (_restore(g, shape, axis, keepdims) * (2 * centred / dof),)
+    total = np.sum(centred * centred, axis=axis, keepdims=keepdims)
+    ans = total / weak(dof, total)
+    return ans, lambda g: (_restore(g, shape, axis, keepdims) * (weak(2, centred) * centred / weak(dof, centred)),)
 
 
 def _var_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
     dof = _dof(_shape(x), axis, ddof, "var")
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    return np.sum(centred * ts[0], axis=axis, keepdims=keepdims) * (2 / dof)
+    dot = np.sum(centred * ts[0], axis=axis, keepdims=keepdims)
+    return dot * weak(2 / dof, dot)
 
 
 def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tuple[Any, Any]:
@@ -181,14 +183,15 @@ def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
     shape = _shape(x)
     dof = _dof(shape, axis, ddof, "std")
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    v = np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof
+    total = np.sum(centred * centred, axis=axis, keepdims=keepdims)
+    v = total / weak(dof, total)
     ans = np.sqrt(v)
 
     def vjp(g: Any) -> tuple[Any]:
         # The zero-spread convention, kept finite at every order: the rule never divides by
         # (or differentiates) sqrt at 0, it takes sqrt of 1 there and then selects 0.
         zero = v == 0
-        scale = np.where(zero, 0, g / (dof * np.sqrt(np.where(zero, 1, v))))
+        scale = np.where(zero, weak(0, g), g / (weak(dof, v) * np.sqrt(np.where(zero, weak(1, v), v))))
         return (_restore(scale, shape, axis, keepdims) * centred,)
 
     return ans, vjp
@@ -197,10 +200,11 @@ def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tup
 def _std_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> Any:
     dof = _dof(_shape(x), axis, ddof, "std")
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    v = np.sum(centred * centred, axis=axis, keepdims=keepdims) / dof
+    total = np.sum(centred * centred, axis=axis, keepdims=keepdims)
+    v = total / weak(dof, total)
     zero = v == 0  # the VJP's zero-spread convention: 0, with no sqrt at 0 differentiated
     dot = np.sum(centred * ts[0], axis=axis, keepdims=keepdims)
-    return np.where(zero, 0, dot / (dof * np.sqrt(np.where(zero, 1, v))))
+    return np.where(zero, weak(0, dot), dot / (weak(dof, v) * np.sqrt(np.where(zero, weak(1, v), v))))
 
 
 def _shifted(x: Any, axis: Axis) -> tuple[Any, Any]:
@@ -240,7 +244,7 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, A
     ans = ans_kept if keepdims else ans_kept.reshape(_dropped_shape(shape, axis))
 
     def vjp(g: Any) -> tuple[Any]:
-        weights = e / np.where(s == 0, 1, s)
+        weights = e / np.where(s == 0, weak(1, s), s)
         return (_restore(g, shape, axis, keepdims) * weights,)
 
     return ans, vjp
@@ -249,7 +253,7 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, A
 def _logsumexp_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     e = np.exp(_shifted(x, axis)[0])
     s = np.sum(e, axis=axis, keepdims=True)
-    weights = e / np.where(s == 0, 1, s)  # softmax(x), as in the VJP; 0 for a slice of all -inf
+    weights = e / np.where(s == 0, weak(1, s), s)  # softmax(x), as in the VJP; 0 for a slice of all -inf
     return np.sum(ts[0] * weights, axis=axis, keepdims=keepdims)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _lift
 from ._broadcast import unbroadcast
+from ._lift import NUMPY1, weak
 from ._tangent import of_first, total
 
 Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
@@ -185,10 +186,11 @@ def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True
     """
 
     def vjp(g: Any) -> tuple[Any, Any, Any]:
+        zero = weak(0, g)
         return (
             None,
-            unbroadcast(np.where(cond, g, 0), x) if need[1] else None,
-            unbroadcast(np.where(cond, 0, g), y) if need[2] else None,
+            unbroadcast(np.where(cond, g, zero), x) if need[1] else None,
+            unbroadcast(np.where(cond, zero, g), y) if need[2] else None,
         )
 
     return np.where(cond, x, y), vjp
@@ -196,7 +198,8 @@ def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True
 
 def _where_jvp(ts: Tangents, ans: Any, cond: Any, x: Any, y: Any) -> Any:
     _, tx, ty = ts
-    return np.where(cond, 0 if tx is None else tx, 0 if ty is None else ty)
+    zero = weak(0, ty if tx is None else tx)
+    return np.where(cond, zero if tx is None else tx, zero if ty is None else ty)
 
 
 def einsum(subscripts: str, *xs: Any, need: tuple[bool, ...] | None = None) -> tuple[Any, Any]:
@@ -361,3 +364,16 @@ JVPS: dict[str, Callable[..., Any]] = {
                                              astype, getitem, unindex)},
     "concatenate": _concatenate_jvp, "stack": _stack_jvp, "where": _where_jvp, "einsum": _einsum_jvp,
 }
+
+def _weak_where(op: Callable[..., Any]) -> Callable[..., Any]:
+    """``where`` with a Python number among ``x`` and ``y`` taken in the other's dtype (see ``_lift.weak``)."""
+
+    def weak_where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True)) -> tuple[Any, Any]:
+        return op(cond, weak(x, y), weak(y, x), need)
+
+    weak_where.__name__, weak_where.__doc__ = op.__name__, op.__doc__
+    return weak_where
+
+
+if NUMPY1:  # a 0-d array meets a Python number in float64 there; on NumPy 2 in its own dtype
+    where = _weak_where(where)

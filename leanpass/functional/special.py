@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ._broadcast import unbroadcast
+from ._lift import in_dtype_of, weak
 
 _SQRT_PI = math.sqrt(math.pi)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -275,6 +276,8 @@ ELEMENTWISE: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "log_ndtr": (_log_ndtr_values, lambda x, ans: np.exp(-0.5 * x * x - _HALF_LOG_2PI - ans)),
     "logit": (_logit_values, lambda x, ans: 1 / (x * (1 - x))),
 }
+# (on NumPy 1.x a 0-d input meets the derivatives' Python constants in float64: cast back, see _lift.weak)
+ELEMENTWISE = {name: (values, in_dtype_of(d)) for name, (values, d) in ELEMENTWISE.items()}
 
 
 def _in_float64(values: Callable[..., Any], x: Any, *params: Any) -> Any:
@@ -389,15 +392,15 @@ def _x_log(x: Any, y: Any, name: str) -> tuple[Any, Any]:
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             logged = np.log(y) if name == "xlogy" else np.log1p(y)
-            ans = np.where((x == 0) & ~np.isnan(y), 0.0, x * logged)
+            ans = np.where((x == 0) & ~np.isnan(y), weak(0.0, logged), x * logged)
     return ans, partial(_x_log_vjp, op, x, y, name == "xlogy")
 
 
 def _x_log_vjp(op: Callable[..., Any], x: Any, y: Any, plain: bool, g: Any) -> tuple[Any, Any]:
     zero = x == 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        gx = g * (np.log(y) if plain else op(1.0 + 0 * x, y)[0])  # log(y), log1p(y) (as xlog1py(1, y))
-        gy = g * np.where(zero, 0.0, x / np.where(zero, 1.0, y if plain else 1 + y))
+        gx = g * (np.log(y) if plain else op(weak(1.0, x) + weak(0, x) * x, y)[0])  # log(y), log1p(y) (xlog1py(1, y))
+        gy = g * np.where(zero, weak(0.0, x), x / np.where(zero, weak(1.0, y), y if plain else weak(1, y) + y))
     return unbroadcast(gx, x), unbroadcast(gy, y)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ._broadcast import unbroadcast
+from ._lift import weak
 
 Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
 
@@ -112,7 +113,7 @@ def relu(x: Any) -> tuple[Any, Any]:
         dtype = x.dtype
         ans = np.maximum(x, _ZERO64 if dtype is _F64 else _ZERO32 if dtype is _F32 else 0.0)
     else:
-        ans = np.maximum(x, 0.0)
+        ans = np.maximum(x, weak(0.0, x))
     return ans, MethodType(_relu_vjp, ans)
 
 
@@ -136,12 +137,12 @@ def sigmoid(x: Any) -> tuple[Any, Any]:
     >>> sigmoid(np.array([-1000.0, 0.0, 1000.0]))[0]
     array([0. , 0.5, 1. ])
     """
-    ans = np.exp(-np.logaddexp(0, -x))
+    ans = np.exp(-np.logaddexp(weak(0, x), -x))
     return ans, MethodType(_sigmoid_vjp, ans)
 
 
 def _sigmoid_vjp(ans: Any, g: Any) -> tuple[Any]:
-    return (g * ans * (1 - ans),)
+    return (g * ans * (weak(1, ans) - ans),)
 
 
 def _sigmoid_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
@@ -161,7 +162,7 @@ def tanh(x: Any) -> tuple[Any, Any]:
 
 
 def _tanh_vjp(ans: Any, g: Any) -> tuple[Any]:
-    return (g * (1 - ans * ans),)
+    return (g * (weak(1, ans) - ans * ans),)
 
 
 def _tanh_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
@@ -200,12 +201,12 @@ def sqrt(x: Any) -> tuple[Any, Any]:
 
 def _sqrt_vjp(ans: Any, g: Any) -> tuple[Any]:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (g / (2 * ans),)
+        return (g / (ans + ans),)  # (2 * ans, exactly, without a constant: see _lift.weak)
 
 
 def _sqrt_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return ts[0] / (2 * ans)
+        return ts[0] / (ans + ans)
 
 
 def square(x: Any) -> tuple[Any, Any]:
@@ -218,11 +219,12 @@ def square(x: Any) -> tuple[Any, Any]:
 
 
 def _square_vjp(x: Any, g: Any) -> tuple[Any]:
-    return (2 * g * x,)
+    return ((g + g) * x,)  # (2 * g, exactly, without a constant: see _lift.weak)
 
 
 def _square_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
-    return 2 * ts[0] * x
+    t = ts[0]
+    return (t + t) * x
 
 
 def sin(x: Any) -> tuple[Any, Any]:
@@ -270,15 +272,15 @@ def softplus(x: Any) -> tuple[Any, Any]:
     >>> softplus(np.array([np.inf, -np.inf]))[1](np.ones(2))
     (array([1., 0.]),)
     """
-    return np.logaddexp(0, x), MethodType(_softplus_vjp, x)
+    return np.logaddexp(weak(0, x), x), MethodType(_softplus_vjp, x)
 
 
 def _softplus_vjp(x: Any, g: Any) -> tuple[Any]:
-    return (g * np.exp(-np.logaddexp(0, -x)),)
+    return (g * np.exp(-np.logaddexp(weak(0, x), -x)),)
 
 
 def _softplus_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
-    return ts[0] * np.exp(-np.logaddexp(0, -x))
+    return ts[0] * np.exp(-np.logaddexp(weak(0, x), -x))
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> tuple[Any, Any]:
@@ -315,9 +317,9 @@ def gelu(x: Any) -> tuple[Any, Any]:
     >>> gelu(np.array([-np.inf, np.inf]))[1](np.ones(2))
     (array([0., 1.]),)
     """
-    xc = np.clip(x, -10, 10)
-    t = np.tanh(_GELU_C * (xc + 0.044715 * xc * xc * xc))
-    return 0.5 * np.where(x < -10, 0, x) * (1 + t), partial(_gelu_vjp, x, t)
+    xc = np.clip(x, weak(-10, x), weak(10, x))
+    t = np.tanh(weak(_GELU_C, x) * (xc + weak(0.044715, x) * xc * xc * xc))
+    return weak(0.5, x) * np.where(x < -10, weak(0, x), x) * (weak(1, t) + t), partial(_gelu_vjp, x, t)
 
 
 def _gelu_vjp(x: Any, t: Any, g: Any) -> tuple[Any]:
@@ -326,14 +328,15 @@ def _gelu_vjp(x: Any, t: Any, g: Any) -> tuple[Any]:
 
 def _gelu_slope(x: Any, t: Any) -> Any:
     """gelu'(x), given ``t``, the tanh of the forward."""
-    xs = np.where(np.abs(x) > 10, 0, x)  # where 1 - t**2 is 0 (x**3 would be inf at +-inf)
-    dt = (1 - t * t) * _GELU_C * (1 + 3 * 0.044715 * xs * xs)
-    return 0.5 * (1 + t) + 0.5 * xs * dt
+    one, half = weak(1, t), weak(0.5, t)
+    xs = np.where(np.abs(x) > 10, weak(0, x), x)  # where 1 - t**2 is 0 (x**3 would be inf at +-inf)
+    dt = (one - t * t) * weak(_GELU_C, t) * (one + weak(3 * 0.044715, x) * xs * xs)
+    return half * (one + t) + half * xs * dt
 
 
 def _gelu_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
-    xc = np.clip(x, -10, 10)
-    return ts[0] * _gelu_slope(x, np.tanh(_GELU_C * (xc + 0.044715 * xc * xc * xc)))
+    xc = np.clip(x, weak(-10, x), weak(10, x))
+    return ts[0] * _gelu_slope(x, np.tanh(weak(_GELU_C, x) * (xc + weak(0.044715, x) * xc * xc * xc)))
 
 
 def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
@@ -344,7 +347,7 @@ def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
     >>> clip(np.array([-2.0, 0.5, 2.0]), 0.0, 1.0)[1](np.ones(3))
     (array([0., 1., 0.]),)
     """
-    ans = np.clip(x, lo, hi)
+    ans = np.clip(x, weak(lo, x), weak(hi, x))
     return ans, partial(_clip_vjp, x, ans)
 
 
