@@ -27,7 +27,7 @@ from . import reductions as _reductions
 from . import shapes as _shapes
 from . import unary as _unary
 from ._broadcast import unbroadcast as unbroadcast
-from ._tangent import from_derivatives, of_first
+from ._tangent import from_derivatives
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
@@ -124,10 +124,22 @@ class _Table(dict[str, Any]):
         return dict.items(self)
 
 
+class _Rules(_Table):
+    """A table of rules by op name (``JVPS``): as ``_Table``, but a name is in it only once its
+    module has loaded and given it a rule."""
+
+    def __contains__(self, name: object) -> bool:
+        if name in _LAZY_MODULE:
+            _load_all()
+        return dict.__contains__(self, name)
+
+
 def _loaded(module: str, namespace: dict[str, Any]) -> None:
-    """Called by a module of ``_LAZY_OPS`` as it finishes loading: its ops join the table."""
+    """Called by a module of ``_LAZY_OPS`` as it finishes loading: its ops join the table, and its
+    forward-mode rules (its ``JVPS``, when it has one) join ``JVPS``."""
     for name in _LAZY_OPS[module.rpartition(".")[2]]:
         dict.__setitem__(OPS, name, namespace[name])
+    dict.update(JVPS, namespace.get("JVPS", {}))
 
 
 def __getattr__(name: str) -> Any:
@@ -164,20 +176,21 @@ OPS: dict[str, Callable[..., Any]] = _Table({
 from .elementwise import *  # noqa: E402, F403 - log1p, arctan2, erf, ... (their names are in elementwise.__all__)
 
 OPS.update(_elementwise.OPS)
+from . import scans as _scans  # noqa: E402
 from .scans import cumprod, cumsum, prod  # noqa: E402
 
 OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
 
 # Forward-mode rules, each beside its op's VJP: op name -> ``rule(tangents, ans, *inputs)`` (see
-# ``_tangent.py``). An op without one gets its rule from its VJP, transposed (leanpass/forward.py).
-# The ops of the ELEMENTWISE table get theirs from its derivatives (``t * d(x, ans)``); ``**``,
-# prod and cumprod none: their VJPs (the limits of ``x ** y`` at 0 and inf; exact at zeros) are
-# transposed.
-JVPS: dict[str, Callable[..., Any]] = {
+# ``_tangent.py``). Every built-in op has one; the modules that load on first use add theirs as they
+# load (``_loaded``). The ops of the ELEMENTWISE table get theirs from its derivatives
+# (``t * d(x, ans)``). An op of the user's, recorded with ``apply``, has none: it gets its rule from its
+# VJP, transposed (leanpass/forward.py).
+JVPS: dict[str, Callable[..., Any]] = _Rules({
     **_binary.JVPS, **_unary.JVPS, **_reductions.JVPS, **_shapes.JVPS, **_losses.JVPS,
     **{name: from_derivatives(ds, name in _elementwise._QUIET) for name, (_, ds) in _elementwise.ELEMENTWISE.items()},
-    "cumsum": of_first(cumsum),
-}
+    **_scans.JVPS,
+})
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})

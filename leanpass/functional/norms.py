@@ -3,8 +3,10 @@
 Both normalise ``x`` over some axes to mean 0 and (biased) variance 1, then scale and shift per
 channel. With ``x̂ = (x - mean) / σ`` and ``ĝ = g * weight`` the input's cotangent is
 ``(ĝ - mean(ĝ) - x̂ * mean(ĝ * x̂)) / σ``, the means over the normalised axes; ``weight`` gets
-``sum(g * x̂)`` and ``bias`` ``sum(g)`` over the other axes. The rules use NumPy's functions only,
-so they differentiate again.
+``sum(g * x̂)`` and ``bias`` ``sum(g)`` over the other axes. The input's tangent is the same
+projection of ``t``, ``(t - mean(t) - x̂ * mean(t * x̂)) / σ`` (the map is symmetric), times ``weight``;
+the parameters' tangents add ``x̂ * t_weight + t_bias`` (each op's ``_<op>_jvp``, registered in ``JVPS``).
+The rules use NumPy's functions only, so they differentiate again.
 
 >>> x = np.array([[1.0, 2.0], [3.0, 6.0]])
 >>> ans, vjp = batch_norm(x, np.ones(2), np.zeros(2), axis=1, eps=0.0)
@@ -124,6 +126,36 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
     return ans, vjp
 
 
+def _batch_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, weight: Any = None, bias: Any = None, axis: int = 1,
+                    eps: float = 1e-5) -> Any:
+    axis %= np.ndim(x)
+    axes = tuple(a for a in range(np.ndim(x)) if a != axis)
+    bshape = tuple(n if a == axis else 1 for a, n in enumerate(np.shape(x)))
+    return _normalised_jvp((*ts, None, None)[:3], x, weight, axes, bshape, eps, None)
+
+
+def _normalised_jvp(ts: tuple[Any, ...], x: Any, weight: Any, axes: tuple[int, ...], bshape: tuple[int, ...],
+                    eps: float, grouped: Any) -> Any:
+    """The tangent of ``x̂ * weight + bias``, ``x̂`` normalised over ``axes`` (of ``x`` reshaped to ``grouped``
+    when given); ``ts`` are the tangents of ``x``, ``weight`` and ``bias``, which have shape ``bshape``."""
+    tx, tw, tb = ts
+    xs = x if grouped is None else np.reshape(x, grouped)
+    xhat, inv = _normalise(xs, axes, eps)
+    out = None
+    if tx is not None:
+        out = _input_cotangent(tx if grouped is None else np.reshape(tx, grouped), xhat, inv, axes)
+        out = out if grouped is None else np.reshape(out, np.shape(x))
+        if weight is not None:
+            out = out * np.reshape(weight, bshape)
+    if tw is not None:
+        term = np.reshape(xhat, np.shape(x)) * np.reshape(tw, bshape)
+        out = term if out is None else out + term
+    if tb is not None:
+        term = np.reshape(tb, bshape)
+        out = term if out is None else out + term
+    return out
+
+
 def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> tuple[Any, Any]:
     """Normalise each example's channels in ``num_groups`` groups (``x`` is ``(N, C, ...)``), then scale and shift.
 
@@ -160,6 +192,18 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, ep
         return gx, None, gw, gb, None
 
     return ans, vjp
+
+
+def _group_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, num_groups: int, weight: Any = None, bias: Any = None,
+                    eps: float = 1e-5) -> Any:
+    shape = np.shape(x)
+    bshape = (1, shape[1]) + (1,) * (len(shape) - 2)
+    tx, _, tw, tb = (*ts, None, None, None)[:4]
+    return _normalised_jvp((tx, tw, tb), x, weight, (2,), bshape, eps, (shape[0], int(num_groups), -1))
+
+
+# Forward-mode rules by op name (they join functional.JVPS as this module loads).
+JVPS = {"batch_norm": _batch_norm_jvp, "group_norm": _group_norm_jvp}
 
 
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
