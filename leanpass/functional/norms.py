@@ -128,31 +128,43 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
 
 def _batch_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, weight: Any = None, bias: Any = None, axis: int = 1,
                     eps: float = 1e-5) -> Any:
-    axis %= np.ndim(x)
-    axes = tuple(a for a in range(np.ndim(x)) if a != axis)
-    bshape = tuple(n if a == axis else 1 for a, n in enumerate(np.shape(x)))
-    return _normalised_jvp((*ts, None, None)[:3], x, weight, axes, bshape, eps, None)
-
-
-def _normalised_jvp(ts: tuple[Any, ...], x: Any, weight: Any, axes: tuple[int, ...], bshape: tuple[int, ...],
-                    eps: float, grouped: Any) -> Any:
-    """The tangent of ``x̂ * weight + bias``, ``x̂`` normalised over ``axes`` (of ``x`` reshaped to ``grouped``
-    when given); ``ts`` are the tangents of ``x``, ``weight`` and ``bias``, which have shape ``bshape``."""
-    tx, tw, tb = ts
-    xs = x if grouped is None else np.reshape(x, grouped)
-    xhat, inv = _normalise(xs, axes, eps)
-    out = None
+    """The VJP's formula applied to the input's tangent (the normalisation's Jacobian is symmetric), plus
+    ``x̂ * t_weight + t_bias``: ``t k + (x - mean) (t_weight - k mean(t x̂)) / σ + t_bias - k mean(t)``
+    with ``k = weight / σ``, in a few passes over ``x`` and one fresh array."""
+    tx, tw, tb = (*ts, None, None)[:3]
+    ndim = np.ndim(x)
+    axis %= ndim
+    c = np.shape(x)[axis]
+    bshape = tuple(c if a == axis else 1 for a in range(ndim))
+    count = int(np.size(x)) // max(c, 1)
+    centred = _centred(x, np.reshape(_channel_sum(axis, x) / count, bshape))
+    inv = 1.0 / np.sqrt(_channel_sum(axis, centred, centred) / count + eps)
+    k = inv if weight is None else weight * inv
+    slope = None if tw is None else tw * inv  # per channel: the multiple of x - mean
+    shift = tb  # per channel: the constant
     if tx is not None:
-        out = _input_cotangent(tx if grouped is None else np.reshape(tx, grouped), xhat, inv, axes)
-        out = out if grouped is None else np.reshape(out, np.shape(x))
-        if weight is not None:
-            out = out * np.reshape(weight, bshape)
-    if tw is not None:
-        term = np.reshape(xhat, np.shape(x)) * np.reshape(tw, bshape)
-        out = term if out is None else out + term
-    if tb is not None:
-        term = np.reshape(tb, bshape)
-        out = term if out is None else out + term
+        drift = k * inv * inv * (_channel_sum(axis, tx, centred) / count)
+        slope = -drift if slope is None else slope - drift
+        mean_t = k * (_channel_sum(axis, tx) / count)
+        shift = -mean_t if shift is None else shift - mean_t
+    return _tangent_sum(tx, centred, *(None if v is None else np.reshape(v, bshape) for v in (k, slope, shift)))
+
+
+def _tangent_sum(t: Any, centred: Any, k: Any, slope: Any, shift: Any) -> Any:
+    """``t * k + centred * slope + shift`` as one fresh array (``t``, ``slope`` or ``shift`` None: no such term).
+    ``centred`` may be a scratch buffer (``_centred``): it is written into, and never returned."""
+    out = None if t is None else t * k
+    if slope is not None:
+        if out is not None and plain(out, centred) and type(slope) is np.ndarray:  # (into the scratch, then ours)
+            out += np.multiply(centred, slope, out=centred)
+        else:
+            term = centred * slope
+            out = term if out is None else out + term
+    if shift is not None:
+        if out is not None and plain(out) and type(shift) is np.ndarray:
+            out += shift
+        else:
+            out = shift if out is None else out + shift
     return out
 
 
@@ -196,10 +208,28 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, ep
 
 def _group_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, num_groups: int, weight: Any = None, bias: Any = None,
                     eps: float = 1e-5) -> Any:
-    shape = np.shape(x)
-    bshape = (1, shape[1]) + (1,) * (len(shape) - 2)
+    """As ``_batch_norm_jvp``, with the statistics per example and group: ``x`` is seen as ``(N, G, C/G, rest)``."""
     tx, _, tw, tb = (*ts, None, None, None)[:4]
-    return _normalised_jvp((tx, tw, tb), x, weight, (2,), bshape, eps, (shape[0], int(num_groups), -1))
+    shape = tuple(np.shape(x))
+    n, c, g = shape[0], shape[1], int(num_groups)
+    grouped = (n, g, c // g, -1)
+    xg = np.reshape(x, grouped)
+    count = int(np.size(x)) // max(n * g, 1)
+    centred = _centred(xg, np.reshape(np.einsum("ngcs->ng", xg) / count, (n, g, 1, 1)))
+    inv = np.reshape(1.0 / np.sqrt(np.einsum("ngcs,ngcs->ng", centred, centred) / count + eps), (n, g, 1, 1))
+    per_channel = (1, g, c // g, 1)
+    k = inv if weight is None else inv * np.reshape(weight, per_channel)
+    slope = None if tw is None else inv * np.reshape(tw, per_channel)
+    shift = None if tb is None else np.reshape(tb, per_channel)
+    tg = None
+    if tx is not None:
+        tg = np.reshape(tx, grouped)
+        drift = k * inv * inv * np.reshape(np.einsum("ngcs,ngcs->ng", tg, centred) / count, (n, g, 1, 1))
+        slope = -drift if slope is None else slope - drift
+        mean_t = k * np.reshape(np.einsum("ngcs->ng", tg) / count, (n, g, 1, 1))
+        shift = -mean_t if shift is None else shift - mean_t
+    out = _tangent_sum(tg, centred, k, slope, shift)
+    return np.reshape(np.broadcast_to(out, np.shape(xg)) if tg is None and slope is None else out, shape)
 
 
 # Forward-mode rules by op name (they join functional.JVPS as this module loads).

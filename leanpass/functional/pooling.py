@@ -105,7 +105,8 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
 def _max_pool2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
                     dilation: Any = 1) -> Any:
     """The tangent at each window's first maximum, the entry the VJP sends the window's cotangent to
-    (none where the window holds a NaN, as there)."""
+    (none where the window holds a NaN, as there): the taps are visited last to first, each writing where
+    it holds the maximum, so that the first one's write is the one that stays."""
     k, s, p, d, out = _params(x, kernel_size, stride, padding, dilation, "max_pool2d")
     t, xr, ar = ts[0], _conv._raw(x), _conv._raw(ans)
     if p != (0, 0):
@@ -113,20 +114,17 @@ def _max_pool2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, kernel_size: Any, str
         xr, t = np.pad(xr, widths, constant_values=-np.inf), np.pad(t, widths)
     rows, cols = (out[0] - 1) * s[0] + 1, (out[1] - 1) * s[1] + 1
     plain = type(t) is np.ndarray
-    tangent: Any = np.zeros(np.shape(ar), t.dtype) if plain else None
-    taken: Any = None
-    for a in range(k[0]):
-        for b in range(k[1]):
+    tangent: Any = np.zeros(np.shape(ar), t.dtype) if plain else 0
+    hit = np.empty(np.shape(ar), bool)
+    for a in reversed(range(k[0])):
+        for b in reversed(range(k[1])):
             tap = (slice(None), slice(None), slice(a * d[0], a * d[0] + rows, s[0]),
                    slice(b * d[1], b * d[1] + cols, s[1]))
-            hit = xr[tap] == ar
-            chosen = hit if taken is None else hit & ~taken
-            taken = hit if taken is None else taken | hit
+            np.equal(xr[tap], ar, out=hit)
             if plain:
-                np.copyto(tangent, t[tap], where=chosen)
+                np.copyto(tangent, t[tap], where=hit)
             else:  # (a Tensor inside another transform, or vmap's stand-in: recorded or batched)
-                term = np.where(chosen, t[tap], 0)
-                tangent = term if tangent is None else tangent + term
+                tangent = np.where(hit.copy(), t[tap], tangent)
     return tangent
 
 
