@@ -2,7 +2,7 @@
 
     pip install torch            # not a LeanPass dependency; only parts 1 and 2 need it
     python benchmarks/bench_forward.py [--rounds 7]
-    python benchmarks/bench_forward.py --ops [--rounds 5]    # part 4 alone
+    python benchmarks/bench_forward.py --ops [--rounds 5]    # jvp / primal op by op (below), alone
 
 1. The Hessian of a scalar function of 31 parameters (a dict: ``w`` (5, 5), ``b`` (5,), ``s`` ()):
    a small tanh regression with a weight penalty. LeanPass's ``lp.hessian`` (forward over
@@ -17,19 +17,20 @@
    returns the memory of large arrays to the system when they are freed and faults it in again
    on the next call, which a ``jvp`` (that holds a tangent beside each live value) pays for more
    than the primal does.
-4. ``lp.jvp`` of one op over the op itself (on Tensors), op by op, for the convolutions, pooling,
-   padding, normalisations, ``**``, ``prod``, ``cumprod`` and the special functions, at sizes a
-   model meets: with the op's own forward-mode rule, and with the rule transposed from its VJP
-   (the rule hidden for the call: what an op without a rule of its own gets). Each tangent is
-   checked against the transposed one. The three alternate call by call and are timed in CPU
-   time of the process (``time.process_time``), which other programs on a shared machine disturb
-   less than the clock on the wall.
 
 Everything runs on one thread. Each library is measured in a process of its own (``import
 torch`` slows LeanPass's garbage collection); the processes alternate, ``--rounds`` of each. A
 process reports the median of its timed calls (in part 3 the primal and the jvp alternate call by
 call); the figures are the medians over the rounds,
 and the results are checked against each other (the Hessians and products agree to 1e-10).
+
+``--ops``: ``lp.jvp`` of one op over the op itself (on Tensors), op by op, for the convolutions,
+pooling, padding, normalisations, ``**``, ``prod``, ``cumprod`` and the special functions, at sizes a
+model meets: with the op's own forward-mode rule, and with the rule transposed from its VJP (the
+rule hidden for the call: what an op without a rule of its own gets). Each tangent is checked
+against the transposed one. The three alternate call by call and are timed in CPU time of the
+process (``time.process_time``), which other programs on a shared machine disturb less than the
+clock on the wall.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def op_cases() -> dict[str, tuple[str, Callable[..., Any], list[np.ndarray]]]:
 
 
 def op_times(out: dict[str, Any]) -> None:
-    """Part 4: per op, the medians of the primal, of ``jvp`` with the op's own rule and of ``jvp`` with the rule
+    """``--ops``: per op, the medians of the primal, of ``jvp`` with the op's own rule and of ``jvp`` with the rule
     transposed from its VJP (the rule hidden from ``functional.JVPS`` for those calls), alternating call by call."""
     import leanpass as lp
     from leanpass import functional as F
@@ -285,16 +286,16 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
         side = sys.argv[2]
         result: dict[str, Any] = {}
-        if side == "chain":
-            chain_times(result)
         if side == "ops":
             op_times(result)
+        if side == "chain":
+            chain_times(result)
         print(json.dumps(leanpass_worker() if side == "leanpass" else torch_worker() if side == "torch" else result))
         return
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 7
     if "--ops" in sys.argv:
-        ops_only(rounds)
+        ops_only(int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 5)
         return
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 7
     try:
         import importlib.metadata
 
@@ -349,7 +350,7 @@ def main() -> None:
 
 
 def ops_only(rounds: int) -> None:
-    """Part 4 alone: ``rounds`` processes, the medians of their per-op medians."""
+    """``--ops``: ``rounds`` processes, the medians of their per-op medians."""
     gauge = Gauge()
     runs = []
     for _ in range(rounds):

@@ -27,7 +27,7 @@ from . import reductions as _reductions
 from . import shapes as _shapes
 from . import unary as _unary
 from ._broadcast import unbroadcast as unbroadcast
-from ._tangent import from_derivatives
+from ._tangent import from_derivatives, of_first
 from .binary import add, div, linear, logaddexp, matmul, maximum, minimum, mul, power, sub
 from .losses import cross_entropy
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, std, sum, var
@@ -125,21 +125,19 @@ class _Table(dict[str, Any]):
 
 
 class _Rules(_Table):
-    """A table of rules by op name (``JVPS``): as ``_Table``, but a name is in it only once its
-    module has loaded and given it a rule."""
+    """A table of rules for some of the ops (``JVPS``): as ``_Table``, but a name that loads on first
+    use is in it only if its module, once loaded, gives it a rule."""
 
     def __contains__(self, name: object) -> bool:
-        if name in _LAZY_MODULE:
+        if not dict.__contains__(self, name) and name in _LAZY_MODULE:
             _load_all()
         return dict.__contains__(self, name)
 
 
 def _loaded(module: str, namespace: dict[str, Any]) -> None:
-    """Called by a module of ``_LAZY_OPS`` as it finishes loading: its ops join the table, and its
-    forward-mode rules (its ``JVPS``, when it has one) join ``JVPS``."""
+    """Called by a module of ``_LAZY_OPS`` as it finishes loading: its ops join the table."""
     for name in _LAZY_OPS[module.rpartition(".")[2]]:
         dict.__setitem__(OPS, name, namespace[name])
-    dict.update(JVPS, namespace.get("JVPS", {}))
 
 
 def __getattr__(name: str) -> Any:
@@ -182,15 +180,16 @@ from .scans import cumprod, cumsum, prod  # noqa: E402
 OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
 
 # Forward-mode rules, each beside its op's VJP: op name -> ``rule(tangents, ans, *inputs)`` (see
-# ``_tangent.py``). Every built-in op has one; the modules that load on first use add theirs as they
-# load (``_loaded``). The ops of the ELEMENTWISE table get theirs from its derivatives
-# (``t * d(x, ans)``). An op of the user's, recorded with ``apply``, has none: it gets its rule from its
-# VJP, transposed (leanpass/forward.py).
+# ``_tangent.py``). Every built-in op has one (those of the modules that load on first use join as
+# the module loads); the ops of the ELEMENTWISE table get theirs from its derivatives
+# (``t * d(x, ans)``). An op of the user's, recorded with ``apply``, has none: its VJP is transposed
+# (leanpass/forward.py).
 JVPS: dict[str, Callable[..., Any]] = _Rules({
     **_binary.JVPS, **_unary.JVPS, **_reductions.JVPS, **_shapes.JVPS, **_losses.JVPS,
     **{name: from_derivatives(ds, name in _elementwise._QUIET) for name, (_, ds) in _elementwise.ELEMENTWISE.items()},
     **_scans.JVPS,
-})
+    "cumsum": of_first(cumsum),
+})  # (the ops that load on first use add theirs as they load: functional/linalg.py)
 
 # Ops whose signature takes ``need=``: which inputs' cotangents to compute.
 TAKES_NEED = frozenset({"+", "-", "*", "/", "**", "@", "linear", "maximum", "minimum", "logaddexp", "where", "einsum"})

@@ -858,11 +858,15 @@ def _conv1d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, w: Any, b: Any = None, *p
     return _bilinear_jvp(conv1d, "conv1d", ts, x, w, params, (-1, 1))
 
 
-# Forward-mode rules by op name (they join functional.JVPS as this module loads).
-JVPS = {"conv2d": _conv2d_jvp, "conv_transpose_input": _conv_transpose_input_jvp, "conv2d_weight": _conv2d_weight_jvp,
-        "conv_transpose2d": _conv_transpose2d_jvp, "conv1d": _conv1d_jvp}
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
+JVPS: dict[str, Any] = {
+    "conv2d": _conv2d_jvp, "conv_transpose_input": _conv_transpose_input_jvp, "conv2d_weight": _conv2d_weight_jvp,
+    "conv_transpose2d": _conv_transpose2d_jvp, "conv1d": _conv1d_jvp,
+}
 
 
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)

@@ -232,10 +232,12 @@ def _group_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, num_groups: int, weig
     return np.reshape(np.broadcast_to(out, np.shape(xg)) if tg is None and slope is None else out, shape)
 
 
-# Forward-mode rules by op name (they join functional.JVPS as this module loads).
-JVPS = {"batch_norm": _batch_norm_jvp, "group_norm": _group_norm_jvp}
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
+JVPS: dict[str, Any] = {"batch_norm": _batch_norm_jvp, "group_norm": _group_norm_jvp}
 
 
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)

@@ -90,10 +90,12 @@ def _pad_jvp(ts: tuple[Any, ...], ans: Any, x: Any, pad_width: Any, mode: str = 
     return pad(t, pad_width, mode)[0]
 
 
-# Forward-mode rules by op name (they join functional.JVPS as this module loads).
-JVPS = {"pad": _pad_jvp}
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
+JVPS: dict[str, Any] = {"pad": _pad_jvp}
 
 
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)

@@ -207,10 +207,14 @@ def _one_d(op: Any, where: str, x: Any, kernel_size: Any, stride: Any, padding: 
     return ans[:, :, 0], vjp
 
 
-# Forward-mode rules by op name (they join functional.JVPS as this module loads).
-JVPS = {"max_pool2d": _max_pool2d_jvp, "avg_pool2d": _avg_pool2d_jvp, "max_pool1d": _max_pool1d_jvp,
-        "avg_pool1d": _avg_pool1d_jvp}
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
+JVPS: dict[str, Any] = {
+    "max_pool2d": _max_pool2d_jvp, "avg_pool2d": _avg_pool2d_jvp, "max_pool1d": _max_pool1d_jvp,
+    "avg_pool1d": _avg_pool1d_jvp,
+}
 
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)

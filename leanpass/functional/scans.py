@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from ._tangent import of_first
 from .reductions import _restore, _shape
 
 Axis = Any  # None | int | tuple[int, ...]
@@ -136,4 +135,4 @@ def _cumprod_exact(x: Any, ans: Any, g: Any, axis: int) -> Any:
     return np.moveaxis(before * after, -1, axis)
 
 
-JVPS: dict[str, Callable[..., Any]] = {"prod": _prod_jvp, "cumsum": of_first(cumsum), "cumprod": _cumprod_jvp}
+JVPS: dict[str, Callable[..., Any]] = {"prod": _prod_jvp, "cumprod": _cumprod_jvp}  # (cumsum's: functional.JVPS)

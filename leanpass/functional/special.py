@@ -434,13 +434,15 @@ def _betaln_jvp(ts: tuple[Any, Any], ans: Any, a: Any, b: Any) -> Any:
     return db if da is None else da if db is None else da + db
 
 
-# Forward-mode rules by op name (they join functional.JVPS as this module loads).
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
 JVPS: dict[str, Callable[..., Any]] = {
     **{name: partial(_elementwise_jvp, derivative) for name, (_, derivative) in ELEMENTWISE.items()},
     "xlogy": partial(_x_log_jvp, True), "xlog1py": partial(_x_log_jvp, False), "betaln": _betaln_jvp,
 }
 
 
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)
