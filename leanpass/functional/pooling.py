@@ -213,6 +213,7 @@ JVPS: dict[str, Any] = {
     "avg_pool1d": _avg_pool1d_jvp,
 }
 
+
 from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
