@@ -2,6 +2,7 @@
 
     pip install torch            # not a LeanPass dependency; only parts 1 and 2 need it
     python benchmarks/bench_forward.py [--rounds 7]
+    python benchmarks/bench_forward.py --ops [--rounds 5]    # jvp / primal op by op (below), alone
 
 1. The Hessian of a scalar function of 31 parameters (a dict: ``w`` (5, 5), ``b`` (5,), ``s`` ()):
    a small tanh regression with a weight penalty. LeanPass's ``lp.hessian`` (forward over
@@ -24,6 +25,14 @@ torch`` slows LeanPass's garbage collection); the processes alternate, ``--round
 process reports the median of its timed calls (in part 3 the primal and the jvp alternate call by
 call); the figures are the medians over the rounds,
 and the results are checked against each other (the Hessians and products agree to 1e-10).
+
+``--ops``: ``lp.jvp`` of one op over the op itself (on Tensors), op by op, for the convolutions,
+pooling, padding, normalisations, ``**``, ``prod``, ``cumprod`` and the special functions, at sizes a
+model meets: with the op's own forward-mode rule, and with the rule transposed from its VJP (the
+rule hidden for the call: what an op without a rule of its own gets). Each tangent is checked
+against the transposed one. The three alternate call by call and are timed in CPU time of the
+process (``time.process_time``), which other programs on a shared machine disturb less than the
+clock on the wall.
 """
 
 from __future__ import annotations
@@ -48,6 +57,101 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from host_gauge import Gauge  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
+
+
+def op_cases() -> dict[str, tuple[str, Callable[..., Any], list[np.ndarray]]]:
+    """``{label: (op name, f, inputs)}``: ``f`` calls one op on the inputs (all differentiated)."""
+    import leanpass as lp
+    from leanpass import functional as F
+
+    rng = np.random.default_rng(0)
+
+    def r(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape)
+
+    def u(*shape: int) -> np.ndarray:
+        return rng.uniform(0.05, 0.95, shape)
+
+    image, gw = r(16, 32, 32, 32), r(8, 32, 16, 16)
+    pads = ((1, 1), (1, 1))
+    n = 10_000
+    return {
+        "conv2d 3x3, 32 -> 32 channels, 8 x 16 x 16": ("conv2d", lambda x, w: lp.conv2d(x, w, padding=1),
+                                                       [r(8, 32, 16, 16), r(32, 32, 3, 3) * 0.1]),
+        "conv2d 3x3 stride 2, 16 -> 32, 8 x 32 x 32": ("conv2d", lambda x, w: lp.conv2d(x, w, stride=2, padding=1),
+                                                       [r(8, 16, 32, 32), r(32, 16, 3, 3) * 0.1]),
+        "conv1d k5, 32 -> 32 channels, 8 x 256": ("conv1d", lambda x, w: lp.conv1d(x, w, padding=2),
+                                                  [r(8, 32, 256), r(32, 32, 5) * 0.1]),
+        "conv_transpose2d 4x4 stride 2, 32 -> 16, 8 x 8 x 8": (
+            "conv_transpose2d", lambda x, w: lp.conv_transpose2d(x, w, stride=2, padding=1),
+            [r(8, 32, 8, 8), r(32, 16, 4, 4) * 0.1]),
+        "conv_transpose_input (conv2d's input gradient)": (
+            "conv_transpose_input", lambda g, w: lp.apply(F.conv_transpose_input, "conv_transpose_input", g, w,
+                                                          (16, 16), (1, 1), pads, (1, 1), 1), [gw, r(32, 32, 3, 3)]),
+        "conv2d_weight (conv2d's weight gradient)": (
+            "conv2d_weight", lambda x, g: lp.apply(F.conv2d_weight, "conv2d_weight", x, g, (32, 32, 3, 3), (1, 1),
+                                                   pads, (1, 1), 1), [r(8, 32, 16, 16), gw]),
+        "max_pool2d 2x2, 16 x 32 x 32 x 32": ("max_pool2d", lambda x: lp.max_pool2d(x, 2), [image]),
+        "max_pool2d 3x3 stride 1 padding 1": ("max_pool2d", lambda x: lp.max_pool2d(x, 3, 1, 1), [image]),
+        "avg_pool2d 2x2": ("avg_pool2d", lambda x: lp.avg_pool2d(x, 2), [image]),
+        "max_pool1d 2, 16 x 32 x 1024": ("max_pool1d", lambda x: lp.max_pool1d(x, 2), [r(16, 32, 1024)]),
+        "avg_pool1d 2": ("avg_pool1d", lambda x: lp.avg_pool1d(x, 2), [r(16, 32, 1024)]),
+        "pad 1, constant, 16 x 32 x 32 x 32": ("pad", lambda x: lp.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))),
+                                               [image]),
+        "pad 1, reflect": ("pad", lambda x: lp.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), "reflect"), [image]),
+        "batch_norm, 16 x 32 x 32 x 32": ("batch_norm", lambda x, w, b: lp.batch_norm(x, w, b),
+                                          [image, r(32), r(32)]),
+        "group_norm, 8 groups": ("group_norm", lambda x, w, b: lp.group_norm(x, 8, w, b), [image, r(32), r(32)]),
+        "x ** 1.5, 100,000": ("**", lambda x: x ** 1.5, [rng.uniform(0.5, 2.0, 100_000)]),
+        "x ** y, 100,000": ("**", lambda x, y: x ** y, [rng.uniform(0.5, 2.0, 100_000), r(100_000)]),
+        "prod, rows of 10, 100,000": ("prod", lambda x: lp.prod(x, axis=1), [1 + 0.1 * r(10_000, 10)]),
+        "cumprod, rows of 10": ("cumprod", lambda x: lp.cumprod(x, axis=1), [1 + 0.1 * r(10_000, 10)]),
+        **{f"{name}, {n:,}": (name, getattr(lp.special, name), [rng.uniform(0.5, 2.0, n)])
+           for name in ("gammaln", "digamma", "ndtr", "log_ndtr")},
+        f"polygamma(1, x), {n:,}": ("polygamma", lambda x: lp.special.polygamma(1, x), [rng.uniform(0.5, 2.0, n)]),
+        f"erfinv, {n:,}": ("erfinv", lp.special.erfinv, [u(n) * 2 - 1]),
+        f"logit, {n:,}": ("logit", lp.special.logit, [u(n)]),
+        f"xlogy, {n:,}": ("xlogy", lp.special.xlogy, [r(n), u(n)]),
+        f"xlog1py, {n:,}": ("xlog1py", lp.special.xlog1py, [r(n), u(n)]),
+        f"betaln, {n:,}": ("betaln", lp.special.betaln, [rng.uniform(0.5, 2.0, n), rng.uniform(0.5, 20.0, n)]),
+    }
+
+
+def op_times(out: dict[str, Any]) -> None:
+    """``--ops``: per op, the medians of the primal, of ``jvp`` with the op's own rule and of ``jvp`` with the rule
+    transposed from its VJP (the rule hidden from ``functional.JVPS`` for those calls), alternating call by call."""
+    import leanpass as lp
+    from leanpass import functional as F
+
+    def hidden(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def call() -> Any:
+            rule = dict.pop(F.JVPS, name, None)
+            try:
+                return fn()
+            finally:
+                if rule is not None:
+                    dict.__setitem__(F.JVPS, name, rule)
+        return call
+
+    for label, (name, f, xs) in op_cases().items():
+        ts = [np.random.default_rng(1).standard_normal(x.shape) for x in xs]
+        consts = [lp.Tensor(x) for x in xs]
+        sides = {"primal": lambda f=f, c=consts: f(*c),
+                 "own": lambda f=f, xs=xs, ts=ts: lp.jvp(f, xs, ts),
+                 "transposed": hidden(name, lambda f=f, xs=xs, ts=ts: lp.jvp(f, xs, ts))}
+        with np.errstate(all="ignore"):
+            own, transposed = (np.asarray(sides[k]()[1].numpy()) for k in ("own", "transposed"))
+            start = time.process_time()
+            sides["own"]()
+            calls = max(7, min(200, int(0.15 / max(time.process_time() - start, 1e-6))))
+            times: dict[str, list[float]] = {k: [] for k in sides}
+            for _ in range(calls):  # alternating call by call, so that a slow patch of the host hits all three
+                for side, fn in sides.items():
+                    start = time.process_time()
+                    fn()
+                    times[side].append(time.process_time() - start)
+        err = float(np.max(np.abs(own - transposed)) / max(float(np.max(np.abs(transposed))), 1e-300))
+        out[f"op {label}"] = [statistics.median(times[k]) for k in sides] + [err]
 
 
 def problem() -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -225,7 +329,7 @@ def torch_worker() -> dict[str, Any]:
 
 
 def measure(side: str) -> dict[str, Any]:
-    env = dict(os.environ, **KEEP_MEMORY) if side == "chain" else None
+    env = dict(os.environ, **KEEP_MEMORY) if side in ("chain", "ops") else None
     out = subprocess.run([sys.executable, __file__, "--worker", side], check=True, capture_output=True, text=True,
                          env=env)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -236,6 +340,8 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
         side = sys.argv[2]
         result: dict[str, Any] = {}
+        if side == "ops":
+            op_times(result)
         if side == "chain":
             chain_times(result)
         if side == "linalg":
@@ -243,6 +349,9 @@ def main() -> None:
             print(json.dumps(result))
             return
         print(json.dumps(leanpass_worker() if side == "leanpass" else torch_worker() if side == "torch" else result))
+        return
+    if "--ops" in sys.argv:
+        ops_only(int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 5)
         return
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 7
     if "--linalg" in sys.argv:  # part 4 only
@@ -301,6 +410,24 @@ def main() -> None:
                   f"{tangent * 1e6:.1f} us, jvp / primal {tangent / primal:.2f} (target <= 2; largest difference "
                   f"from central differences {err:.1e})")
     print_linalg(linalg)
+    print(gauge.report())
+
+
+def ops_only(rounds: int) -> None:
+    """``--ops``: ``rounds`` processes, the medians of their per-op medians."""
+    gauge = Gauge()
+    runs = []
+    for _ in range(rounds):
+        gauge.sample()
+        runs.append(measure("ops"))
+    gauge.sample()
+    print(f"numpy {np.__version__}, python {sys.version.split()[0]}; one thread; medians of {rounds} processes; "
+          "jvp / primal with the op's own rule, and with the rule transposed from its VJP")
+    for key in runs[0]:
+        primal, own, transposed = (statistics.median(r[key][i] for r in runs) for i in range(3))
+        err = max(r[key][3] for r in runs)
+        print(f"{key[3:]:<52} primal {primal * 1e6:9.1f} us  jvp {own / primal:5.2f}x  transposed "
+              f"{transposed / primal:5.2f}x  (own / transposed {own / transposed:4.2f}; tangents differ by {err:.0e})")
     print(gauge.report())
 
 

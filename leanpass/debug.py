@@ -27,6 +27,8 @@ def debug_nans() -> Iterator[None]:
     and the shapes of the op's inputs. It checks every op recorded for a differentiation (an op
     on a Tensor with ``requires_grad=True``, or anything inside ``grad``, ``vjp`` ...), and the
     VJP of each of them when a backward pass runs, including one run after the block has ended.
+    In forward mode (``jvp``, ``jacfwd``, ``hessian``, ``hvp``) it checks each op's tangent as well,
+    as the op runs: the first op whose output or tangent holds a NaN raises.
     Set the environment variable ``LEANPASS_DEBUG_NANS=1`` to switch it on for a whole run.
     It applies to every thread while a block is open; off, it costs nothing.
 

@@ -16,9 +16,13 @@ of ``jvp``, ``jvp`` of ``grad`` (forward-over-reverse), ``jvp`` of ``jvp``.
 ``jacfwd`` needs one tangent per input direction: ``Sweep`` records ``f`` once, then pushes each
 direction through the recorded nodes in creation order, with the same rules.
 
-An op with no rule of its own (an op of the user's, recorded with ``apply``) gets one from its
-VJP, by transposition; see ``transposed_vjp``. An op of LeanPass's own recorded with ``apply``
-(``vmap``'s) has its rule in ``CUSTOM_JVPS``, by its function.
+Every built-in op has a rule of its own. An op of the user's, recorded with ``apply``, gets one
+from its VJP, by transposition; see ``transposed_vjp``. An op of LeanPass's own recorded with
+``apply`` (``vmap``'s) has its rule in ``CUSTOM_JVPS``, by its function.
+
+With ``debug_nans`` on, a tangent is checked as it is made, as an output is: the first op whose
+output or tangent holds a NaN raises, naming the op (``_check_tangent``). Off, it costs one test of
+a module attribute per op.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import numpy as np
 from . import functional as F
 from . import tensor as _tensor
 from .engine import _depth, _level, reverse_pass
-from .tensor import _ABSENT, CustomVJP, Tensor, _Building, _const, _grad_enabled, _next_seq, _node
+from .tensor import _ABSENT, CustomVJP, Tensor, _Building, _const, _grad_enabled, _has_nan, _next_seq, _node, _shapes
 from .transforms import _split_aux, _Traced
 from .tree import _first_difference, tree_flatten, tree_unflatten
 
@@ -58,9 +62,9 @@ class Sweep:
         # Each step holds what its node's rule needs, worked out once for all the pushes: the
         # node's key, its inputs' keys (0, which no tangent has, for a constant or an input this
         # sweep does not follow), the rule, the output and the inputs (raw arrays at the top
-        # level), the output's shape, and the keys whose last use it is: their tangents are
+        # level), the output's shape, the keys whose last use it is: their tangents are
         # dropped then (the roots' are kept), so that the arrays of a long chain are reused
-        # rather than all kept to the end.
+        # rather than all kept to the end; and the op's name (for debug_nans).
         steps: list[list[Any]] = []
         seen: set[int] = set()
         stack = [r for r in roots if type(r) is Tensor and r._trace & mask]
@@ -88,7 +92,7 @@ class Sweep:
                 ans = node._data
                 inputs = tuple([p._data if type(p) is Tensor else p for p in parents])
             rule = rule_of(node._op, vjp, parents, on_tensors)
-            steps.append([s, tuple(keys), rule, ans, inputs, node._data.shape, []])
+            steps.append([s, tuple(keys), rule, ans, inputs, node._data.shape, [], node._op])
         steps.sort(key=_first)  # creation order: every node comes after its inputs
         last: dict[int, list[Any]] = {}  # key -> the step that uses it last
         for step in steps:
@@ -117,8 +121,9 @@ class Sweep:
         return tangents
 
     def _push(self, tangents: dict[int, Any], get: Any, pop: Any) -> None:
+        check = _tensor._debug_nans
         with _grad_enabled():  # (recorded inside another transform, even under its no_grad)
-            for s, keys, rule, ans, inputs, shape, drops in self.steps:
+            for s, keys, rule, ans, inputs, shape, drops, name in self.steps:
                 ts = tuple([get(k) for k in keys])
                 for k in drops:
                     pop(k, None)
@@ -129,7 +134,7 @@ class Sweep:
                     continue
                 if s in tangents:  # a seeded input (linked to an outer graph)
                     continue
-                t = rule(ts, ans, *inputs)
+                t = _checked_rule(name, rule, ts, ans, inputs) if check else rule(ts, ans, *inputs)
                 if t is None:
                     continue
                 if getattr(t, "shape", None) != shape:  # a tangent of some inputs only may not span the output yet
@@ -190,9 +195,11 @@ def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], 
     level = max(_level.get(), traces.bit_length())
     token = _level.set(level + 1)
     depth = _depth.set(_depth.get() + 1)
+    unchecked = _tensor._unchecked.set(True)  # (the replay's values are not the program's: see _check_tangent)
     try:
         return _transposed(fn, name, parents, tangents, on_tensors, 2 << level)
     finally:
+        _tensor._unchecked.reset(unchecked)
         _depth.reset(depth)
         _level.reset(token)
 
@@ -221,6 +228,36 @@ def _transposed(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], tan
     leaves = reverse_pass([h], [_const(one) if on_tensors else one], bit, on_tensors)
     hit = leaves.get(g._seq)
     return None if hit is None else hit[1]
+
+
+def _check_tangent(name: str, t: Any, inputs: Sequence[Any], ts: Sequence[Any], inner: str = "") -> None:
+    """With ``debug_nans`` on: raise ``FloatingPointError`` if the tangent ``t`` of op ``name``'s output holds a
+    NaN (``inner``: what the rule's own recorded ops reported, where one of them raised first)."""
+    if not inner and not _has_nan(t):
+        return
+    had = any(v is not None and _has_nan(v) for v in ts)
+    raise FloatingPointError(
+        f"debug_nans: op {name!r} made a NaN in the tangent of its output (forward mode), from inputs of "
+        f"shapes ({_shapes(tuple(inputs))})"
+        + (" and a tangent that already held a NaN (given to jvp, or from outside the recorded graph)" if had else
+           ". Typical causes: a derivative that is infinite where the tangent is 0 (sqrt or log at 0), "
+           "inf - inf, inf * 0.")
+        + (f" (made by {inner} in its forward-mode rule)" if inner else "")
+    )
+
+
+def _checked_rule(name: str, rule: Callable[..., Any], ts: tuple[Any, ...], ans: Any, inputs: Sequence[Any]) -> Any:
+    """``rule(ts, ans, *inputs)`` of op ``name`` with ``debug_nans`` on, where the rule's own ops may be recorded
+    (inside another transform): a NaN they make is reported as the tangent of the op, as is a NaN in the tangent."""
+    try:
+        t = rule(ts, ans, *inputs)
+    except FloatingPointError as e:
+        if not str(e).startswith("debug_nans:"):
+            raise
+        _check_tangent(name, None, inputs, ts, str(e).removeprefix("debug_nans: ").split(" made a NaN")[0])
+    if t is not None:
+        _check_tangent(name, t, inputs, ts)
+    return t
 
 
 class _Frame:
@@ -359,6 +396,8 @@ def _raw_tangent(frame: _Frame, name: str, vjp: Any, out: Any, parents: tuple[An
     t = rule(ts, out, *inputs)
     if t is not None and getattr(t, "shape", None) != out.shape:  # (the tangent of some inputs only)
         t = np.broadcast_to(t, out.shape)
+    if _tensor._debug_nans and t is not None:
+        _check_tangent(name, t, inputs, ts)
     return t
 
 
@@ -375,7 +414,8 @@ def _recorded_tangent(frame: _Frame, node: Tensor, vjp: Any, parents: tuple[Any,
     # jvp and of those inside it must not take them for ops of the function.
     token = _frames.set(outer)
     try:
-        t = rule_of(node._op, vjp, parents, True)(ts, node, *parents)
+        rule = rule_of(node._op, vjp, parents, True)
+        t = _checked_rule(node._op, rule, ts, node, parents) if _tensor._debug_nans else rule(ts, node, *parents)
         if t is not None and t.shape != node.shape:
             t = np.broadcast_to(t, node.shape)
     finally:

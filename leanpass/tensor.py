@@ -1124,6 +1124,9 @@ _debug_nans = 1 if os.environ.get("LEANPASS_DEBUG_NANS", "0") not in ("", "0") e
 if _debug_nans:
     _no_grad_entered = 1
 _in_replay = 0  # > 0 while a create_graph=True backward pass replays rules (ops recorded there are backward)
+# True while forward mode replays a VJP on a stand-in cotangent to transpose it (``forward.transposed_vjp``):
+# the values there are not the program's, so debug_nans checks the tangent that comes out instead.
+_unchecked: ContextVar[bool] = ContextVar("leanpass_unchecked", default=False)
 # While a jvp runs (in any thread): leanpass.forward's hook, ``hook(name, out, vjp, trace, parents)``,
 # which makes each recorded node with its tangent (None otherwise). jvp sets _no_grad_entered, so
 # that the recorders come here.
@@ -1141,7 +1144,7 @@ def _recorded(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...
     trace &= _mask_get()
     if not trace:
         return _const(out)
-    if _debug_nans:
+    if _debug_nans and not _unchecked.get():
         vjp = _nan_checked(name, out, vjp, parents if inputs is None else inputs)
     if _forward_hook is not None:
         return _forward_hook(name, out, vjp, trace, parents)

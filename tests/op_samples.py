@@ -86,6 +86,14 @@ def pair(name: str, rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[n
     return x, _second(name, x, rng)
 
 
+def _with_zeros(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Entries in [0.5, 1.5] with zeros in the same places for every ``rng``: one in the first row, two in the
+    second (a product and its derivatives vanish in different ways)."""
+    x = rng.uniform(0.5, 1.5, shape)
+    x[0, 1] = x[1, 0] = x[1, 2] = 0.0
+    return x
+
+
 _SHAPE = (2, 3)
 SAMPLES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
     **{name: (lambda n: lambda rng: (DOMAINS[n](rng, _SHAPE),))(name) for name in DOMAINS if name not in (
@@ -123,6 +131,13 @@ CORE_SAMPLES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
     "/": lambda r: (_x(r, 2, 3), _positive(r, 3)),
     "**": lambda r: (_positive(r, 2, 3), _x(r, 3)),
     "**/number": lambda r: (_positive(r, 3), 3),
+    "**/negative": lambda r: (np.concatenate([[0.0], -_positive(r, 2), _x(r, 2)]), 3),  # integer power of any base
+    "**/zero": lambda r: (np.concatenate([[0.0], _x(r, 2)]), 0),  # x ** 0 = 1, also at 0
+    "**/square-root": lambda r: (_positive(r, 3), 0.5),
+    "prod/zeros": lambda r: (_with_zeros(r, (2, 4)), 1, True),
+    "prod/all": lambda r: (_with_zeros(r, (2, 4)), None, False),
+    "cumprod/zeros": lambda r: (_with_zeros(r, (2, 4)), 1),  # (exact at zeros: no division there)
+    "cumprod/flat": lambda r: (r.uniform(0.5, 1.5, (2, 3)), None),
     "@": lambda r: (_x(r, 2, 3), _x(r, 3, 4)),
     "@/vector": lambda r: (_x(r, 3), _x(r, 3, 2)),
     "@/dot": lambda r: (_x(r, 3), _x(r, 3)),

@@ -26,5 +26,10 @@ def _ignoring_rng(make: Callable[[], tuple[Any, ...]]) -> Callable[[np.random.Ge
 
 
 SAMPLES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
-    name: _ignoring_rng(make) for name, make in CONV_SAMPLES.items()
+    **{name: _ignoring_rng(make) for name, make in CONV_SAMPLES.items()},
+    # more cases of the same ops: windows that tile the input, constant padding, no affine parameters
+    "max_pool2d/tiled": lambda rng: (rng.standard_normal((2, 3, 6, 5)), 2),
+    "max_pool2d/padded": lambda rng: (rng.standard_normal((2, 2, 5, 5)), 3, 2, 1, 1),
+    "pad/constant": lambda rng: (rng.standard_normal((3, 4)), ((1, 2), (0, 1)), "constant", 2.0),
+    "batch_norm/plain": lambda rng: (rng.standard_normal((4, 3, 2)), None, None, 1, 1e-5),
 }

@@ -426,3 +426,45 @@ def test_no_grad_and_debug_nans_inside_a_jvp() -> None:
     assert float(arr(t)) == 9.0
     with lp.debug_nans(), np.errstate(invalid="ignore"), pytest.raises(FloatingPointError, match="op 'log'"):
         lp.jvp(lambda a: lp.log(a) * a, (np.array([1.0, -1.0]),), (np.ones(2),))
+
+
+# ----- debug_nans in forward mode -------------------------------------------------------------------------------
+def _norm(x: Any) -> Any:
+    return lp.sqrt((x * x).sum())  # at 0: sqrt's derivative is infinite, and the tangent there is 0 * inf
+
+
+def _root(x: Any) -> tuple[Any, Any]:  # an op of the user's (no rule of its own): its VJP is transposed
+    a = np.sqrt(x)
+    return a, lambda g: (g * 0.5 / a,)
+
+
+@pytest.mark.parametrize("run", [
+    lambda: lp.jvp(_norm, (np.zeros(3),), (np.ones(3),)),
+    lambda: lp.jacfwd(_norm)(np.zeros(3)),
+    lambda: lp.hvp(lambda x: lp.exp(_norm(x)))(np.zeros(3), np.ones(3)),  # forward over reverse
+    lambda: lp.jvp(lambda x: lp.exp(lp.sqrt(x)), (np.zeros(2),), (np.zeros(2),)),  # sqrt's, not exp's
+    lambda: lp.grad(lambda x: lp.jvp(lambda y: lp.sqrt(y).sum(), (x,), (np.zeros(2),))[1])(np.zeros(2)),  # on Tensors
+    lambda: lp.jacfwd(lambda x: lp.jvp(_norm, (x,), (np.ones(3),))[1])(np.zeros(3)),
+], ids=["jvp", "jacfwd", "hvp", "first", "grad-of-jvp", "jacfwd-of-jvp"])
+def test_debug_nans_stops_at_the_first_op_whose_tangent_is_nan(run: Callable[[], Any]) -> None:
+    with np.errstate(all="ignore"):
+        run()  # (silently NaN without it)
+        with lp.debug_nans(), pytest.raises(FloatingPointError, match=r"op 'sqrt' made a NaN in the tangent of its "
+                                                                       r"output \(forward mode\)"):
+            run()
+
+
+def test_debug_nans_in_forward_mode_names_a_nan_tangent_given_and_ops_of_the_users() -> None:
+    with lp.debug_nans(), pytest.raises(FloatingPointError, match="op '\\*' .* a tangent that already held a NaN"):
+        lp.jvp(lambda x: x * 2.0, (np.ones(2),), (np.array([1.0, np.nan]),))
+    op = lambda a: lp.apply(_root, "root", a)  # noqa: E731
+    x = np.array([0.0, 4.0])
+    with np.errstate(all="ignore"), lp.debug_nans():
+        # The VJP is transposed by replaying it on a cotangent of zeros (0 * inf there): not the program's
+        # values, so not checked; the tangent, inf and 1/4, holds no NaN.
+        _, t = lp.jvp(op, (x,), (np.ones(2),))
+        np.testing.assert_array_equal(arr(t), [np.inf, 0.25])
+        with pytest.raises(FloatingPointError, match="op 'root' made a NaN in the tangent"):
+            lp.jacfwd(op)(x)  # the direction (0, 1): 0 * inf in the first entry
+        _, t = lp.jvp(lambda a: lp.sqrt(a * a + 1.0), (x,), (np.ones(2),))  # no NaN anywhere: the values as without
+    np.testing.assert_allclose(arr(t), x / np.sqrt(x * x + 1.0))

@@ -174,18 +174,20 @@ OPS: dict[str, Callable[..., Any]] = _Table({
 from .elementwise import *  # noqa: E402, F403 - log1p, arctan2, erf, ... (their names are in elementwise.__all__)
 
 OPS.update(_elementwise.OPS)
+from . import scans as _scans  # noqa: E402
 from .scans import cumprod, cumsum, prod  # noqa: E402
 
 OPS.update({"prod": prod, "cumsum": cumsum, "cumprod": cumprod})
 
 # Forward-mode rules, each beside its op's VJP: op name -> ``rule(tangents, ans, *inputs)`` (see
-# ``_tangent.py``). An op without one gets its rule from its VJP, transposed (leanpass/forward.py).
-# The ops of the ELEMENTWISE table get theirs from its derivatives (``t * d(x, ans)``); ``**``,
-# prod and cumprod none: their VJPs (the limits of ``x ** y`` at 0 and inf; exact at zeros) are
-# transposed.
+# ``_tangent.py``). Every built-in op has one (those of the modules that load on first use join as
+# the module loads); the ops of the ELEMENTWISE table get theirs from its derivatives
+# (``t * d(x, ans)``). An op of the user's, recorded with ``apply``, has none: its VJP is transposed
+# (leanpass/forward.py).
 JVPS: dict[str, Callable[..., Any]] = _Rules({
     **_binary.JVPS, **_unary.JVPS, **_reductions.JVPS, **_shapes.JVPS, **_losses.JVPS,
     **{name: from_derivatives(ds, name in _elementwise._QUIET) for name, (_, ds) in _elementwise.ELEMENTWISE.items()},
+    **_scans.JVPS,
     "cumsum": of_first(cumsum),
 })  # (the ops that load on first use add theirs as they load: functional/linalg.py)
 

@@ -6,8 +6,7 @@ cotangent per input, ``None`` where ``need`` says that input's gradient is not w
 layer passes ``need`` so that, for example, a batch of data never costs a gradient.
 
 Below each VJP is the op's forward-mode rule ``_<op>_jvp(tangents, ans, x, y)`` (see
-``_tangent.py``), registered in ``JVPS`` at the end; ``**`` has none (its VJP, with the limits at
-0 and inf, is transposed: ``leanpass.forward.transposed_vjp``).
+``_tangent.py``), registered in ``JVPS`` at the end.
 
 Each rule sits right under its op as ``_<op>_vjp(saved..., g)``, and the op returns it bound to
 what it saved: ``MethodType(rule, saved)`` when that is one value (the rule becomes a method of
@@ -255,6 +254,18 @@ def _power_vjp(x: Any, y: Any, ans: Any, need: Need, g: Any) -> tuple[Any, Any]:
     return gx, gy
 
 
+def _power_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
+    """``**`` is elementwise (its Jacobian diagonal), so its tangent is its VJP applied to the tangents,
+    with each input followed taken at the output's shape: the same slopes, limits at 0 and inf included."""
+    tx, ty = ts
+    shape = np.shape(ans)
+    xs = x if tx is None or np.shape(x) == shape else np.broadcast_to(x, shape)
+    ys = y if ty is None or np.shape(y) == shape else np.broadcast_to(y, shape)
+    gx = _power_vjp(xs, ys, ans, (True, False), tx)[0] if tx is not None else None
+    gy = _power_vjp(xs, ys, ans, (False, True), ty)[1] if ty is not None else None
+    return total(gx, gy)
+
+
 def matmul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
     """``x @ y`` with NumPy's semantics: 1-D vectors, 2-D matrices and batched N-D stacks.
 
@@ -437,7 +448,7 @@ def _logaddexp_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
 
 # Forward-mode rules by op name (functional.JVPS gathers them from every module).
 JVPS: dict[str, Callable[..., Any]] = {
-    "+": _add_jvp, "-": _sub_jvp, "*": _mul_jvp, "/": _div_jvp, "@": _matmul_jvp,
+    "+": _add_jvp, "-": _sub_jvp, "*": _mul_jvp, "/": _div_jvp, "**": _power_jvp, "@": _matmul_jvp,
     "linear": _linear_jvp, "maximum": _select_jvp, "minimum": _select_jvp, "logaddexp": _logaddexp_jvp,
 }
 

@@ -681,6 +681,28 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     return y, vjp
 
 
+def _conv2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, w: Any, b: Any = None, *params: Any) -> Any:
+    """Forward-mode rule of ``conv2d``, bilinear in ``x`` and ``w``: ``conv2d(tx, w) + conv2d(x, tw)``, and
+    the bias's tangent per channel. (Each rule below is the same sum for its op.)"""
+    return _bilinear_jvp(conv2d, "conv2d", ts, x, w, params, (-1, 1, 1))
+
+
+def _bilinear_jvp(op: Any, name: str, ts: tuple[Any, ...], x: Any, w: Any, params: tuple[Any, ...],
+                  bias_shape: Any = None) -> Any:
+    """``op(tx, w) + op(x, tw)`` (+ the bias tangent reshaped to ``bias_shape``), with ``params`` after the two
+    inputs (and the bias, for an op that has one): each product recorded where a Tensor is in it."""
+    tx, tw, tb = (*ts, None, None)[:3]
+    rest = params if bias_shape is None else (None, *params)
+    out = None if tx is None else _call(op, name, tx, w, *rest)
+    if tw is not None:
+        term = _call(op, name, x, tw, *rest)
+        out = term if out is None else out + term
+    if tb is not None and bias_shape is not None:
+        term = np.reshape(tb, bias_shape)
+        out = term if out is None else out + term
+    return out
+
+
 def conv_transpose_input(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair, groups: int,
                          *, need: Any = None) -> tuple[Any, Any]:
     """The transpose of ``conv2d`` in its input (its input gradient), with the output's spatial ``size``.
@@ -706,6 +728,10 @@ def conv_transpose_input(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, d
     return y, vjp
 
 
+def _conv_transpose_input_jvp(ts: tuple[Any, ...], ans: Any, g: Any, w: Any, *params: Any) -> Any:
+    return _bilinear_jvp(conv_transpose_input, "conv_transpose_input", ts, g, w, params)
+
+
 def conv2d_weight(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: Pads, dilation: Pair,
                   groups: int, *, need: Any = None) -> tuple[Any, Any]:
     """The gradient of ``conv2d`` in its weight (of shape ``wshape``), bilinear in ``x`` and ``g``.
@@ -728,6 +754,10 @@ def conv2d_weight(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: P
         return gx, gg, None, None, None, None, None
 
     return dw, vjp
+
+
+def _conv2d_weight_jvp(ts: tuple[Any, ...], ans: Any, x: Any, g: Any, *params: Any) -> Any:
+    return _bilinear_jvp(conv2d_weight, "conv2d_weight", ts, x, g, params)
 
 
 def conv_transpose2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
@@ -778,6 +808,10 @@ def conv_transpose2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: An
     return y, vjp
 
 
+def _conv_transpose2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, w: Any, b: Any = None, *params: Any) -> Any:
+    return _bilinear_jvp(conv_transpose2d, "conv_transpose2d", ts, x, w, params, (-1, 1, 1))
+
+
 def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
            *, need: Any = None) -> tuple[Any, Any]:
     """1-D convolution of ``x`` ``(N, C, L)`` with ``w`` ``(O, C/groups, K)``: ``conv2d`` on a height of 1.
@@ -821,6 +855,19 @@ def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     return y2[:, :, 0], replayed
 
 
+def _conv1d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, w: Any, b: Any = None, *params: Any) -> Any:
+    return _bilinear_jvp(conv1d, "conv1d", ts, x, w, params, (-1, 1))
+
+
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
+JVPS: dict[str, Any] = {
+    "conv2d": _conv2d_jvp, "conv_transpose_input": _conv_transpose_input_jvp, "conv2d_weight": _conv2d_weight_jvp,
+    "conv_transpose2d": _conv_transpose2d_jvp, "conv1d": _conv1d_jvp,
+}
+
+
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)

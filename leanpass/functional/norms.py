@@ -3,8 +3,10 @@
 Both normalise ``x`` over some axes to mean 0 and (biased) variance 1, then scale and shift per
 channel. With ``x̂ = (x - mean) / σ`` and ``ĝ = g * weight`` the input's cotangent is
 ``(ĝ - mean(ĝ) - x̂ * mean(ĝ * x̂)) / σ``, the means over the normalised axes; ``weight`` gets
-``sum(g * x̂)`` and ``bias`` ``sum(g)`` over the other axes. The rules use NumPy's functions only,
-so they differentiate again.
+``sum(g * x̂)`` and ``bias`` ``sum(g)`` over the other axes. The input's tangent is the same
+projection of ``t``, ``(t - mean(t) - x̂ * mean(t * x̂)) / σ`` (the map is symmetric), times ``weight``;
+the parameters' tangents add ``x̂ * t_weight + t_bias`` (each op's ``_<op>_jvp``, registered in ``JVPS``).
+The rules use NumPy's functions only, so they differentiate again.
 
 >>> x = np.array([[1.0, 2.0], [3.0, 6.0]])
 >>> ans, vjp = batch_norm(x, np.ones(2), np.zeros(2), axis=1, eps=0.0)
@@ -124,6 +126,48 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
     return ans, vjp
 
 
+def _batch_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, weight: Any = None, bias: Any = None, axis: int = 1,
+                    eps: float = 1e-5) -> Any:
+    """The VJP's formula applied to the input's tangent (the normalisation's Jacobian is symmetric), plus
+    ``x̂ * t_weight + t_bias``: ``t k + (x - mean) (t_weight - k mean(t x̂)) / σ + t_bias - k mean(t)``
+    with ``k = weight / σ``, in a few passes over ``x`` and one fresh array."""
+    tx, tw, tb = (*ts, None, None)[:3]
+    ndim = np.ndim(x)
+    axis %= ndim
+    c = np.shape(x)[axis]
+    bshape = tuple(c if a == axis else 1 for a in range(ndim))
+    count = int(np.size(x)) // max(c, 1)
+    centred = _centred(x, np.reshape(_channel_sum(axis, x) / count, bshape))
+    inv = 1.0 / np.sqrt(_channel_sum(axis, centred, centred) / count + eps)
+    k = inv if weight is None else weight * inv
+    slope = None if tw is None else tw * inv  # per channel: the multiple of x - mean
+    shift = tb  # per channel: the constant
+    if tx is not None:
+        drift = k * inv * inv * (_channel_sum(axis, tx, centred) / count)
+        slope = -drift if slope is None else slope - drift
+        mean_t = k * (_channel_sum(axis, tx) / count)
+        shift = -mean_t if shift is None else shift - mean_t
+    return _tangent_sum(tx, centred, *(None if v is None else np.reshape(v, bshape) for v in (k, slope, shift)))
+
+
+def _tangent_sum(t: Any, centred: Any, k: Any, slope: Any, shift: Any) -> Any:
+    """``t * k + centred * slope + shift`` as one fresh array (``t``, ``slope`` or ``shift`` None: no such term).
+    ``centred`` may be a scratch buffer (``_centred``): it is written into, and never returned."""
+    out = None if t is None else t * k
+    if slope is not None:
+        if out is not None and plain(out, centred) and type(slope) is np.ndarray:  # (into the scratch, then ours)
+            out += np.multiply(centred, slope, out=centred)
+        else:
+            term = centred * slope
+            out = term if out is None else out + term
+    if shift is not None:
+        if out is not None and plain(out) and type(shift) is np.ndarray:
+            out += shift
+        else:
+            out = shift if out is None else out + shift
+    return out
+
+
 def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> tuple[Any, Any]:
     """Normalise each example's channels in ``num_groups`` groups (``x`` is ``(N, C, ...)``), then scale and shift.
 
@@ -162,6 +206,38 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, ep
     return ans, vjp
 
 
+def _group_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, num_groups: int, weight: Any = None, bias: Any = None,
+                    eps: float = 1e-5) -> Any:
+    """As ``_batch_norm_jvp``, with the statistics per example and group: ``x`` is seen as ``(N, G, C/G, rest)``."""
+    tx, _, tw, tb = (*ts, None, None, None)[:4]
+    shape = tuple(np.shape(x))
+    n, c, g = shape[0], shape[1], int(num_groups)
+    grouped = (n, g, c // g, -1)
+    xg = np.reshape(x, grouped)
+    count = int(np.size(x)) // max(n * g, 1)
+    centred = _centred(xg, np.reshape(np.einsum("ngcs->ng", xg) / count, (n, g, 1, 1)))
+    inv = np.reshape(1.0 / np.sqrt(np.einsum("ngcs,ngcs->ng", centred, centred) / count + eps), (n, g, 1, 1))
+    per_channel = (1, g, c // g, 1)
+    k = inv if weight is None else inv * np.reshape(weight, per_channel)
+    slope = None if tw is None else inv * np.reshape(tw, per_channel)
+    shift = None if tb is None else np.reshape(tb, per_channel)
+    tg = None
+    if tx is not None:
+        tg = np.reshape(tx, grouped)
+        drift = k * inv * inv * np.reshape(np.einsum("ngcs,ngcs->ng", tg, centred) / count, (n, g, 1, 1))
+        slope = -drift if slope is None else slope - drift
+        mean_t = k * np.reshape(np.einsum("ngcs->ng", tg) / count, (n, g, 1, 1))
+        shift = -mean_t if shift is None else shift - mean_t
+    out = _tangent_sum(tg, centred, k, slope, shift)
+    return np.reshape(np.broadcast_to(out, np.shape(xg)) if tg is None and slope is None else out, shape)
+
+
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
+JVPS: dict[str, Any] = {"batch_norm": _batch_norm_jvp, "group_norm": _group_norm_jvp}
+
+
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)

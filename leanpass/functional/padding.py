@@ -4,7 +4,8 @@ Constant padding's cotangent is the cotangent's middle. The other modes copy ent
 the border, so each entry's cotangent adds up the places it was copied to: ``np.pad`` applied to
 the positions ``0 .. n-1`` of each axis says which entry every padded position holds, and the
 cotangent is scattered back along each axis with ``unindex`` (a recorded op, so the rule
-differentiates again).
+differentiates again). The op is linear in ``x``: its forward-mode rule pads the tangent the same
+way, with zeros for the constant border (``constant_values`` is a parameter, not an input).
 
 >>> ans, vjp = pad(np.array([1.0, 2.0, 3.0]), 2, "reflect")
 >>> ans
@@ -81,6 +82,20 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
     return ans, vjp
 
 
+def _pad_jvp(ts: tuple[Any, ...], ans: Any, x: Any, pad_width: Any, mode: str = "constant",
+             constant_values: float = 0) -> Any:
+    t = ts[0]
+    if _lift.is_tensor(t):  # (inside another transform: recorded)
+        return _lift.apply(pad, "pad", t, pad_width, mode)  # type: ignore[misc]
+    return pad(t, pad_width, mode)[0]
+
+
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
+JVPS: dict[str, Any] = {"pad": _pad_jvp}
+
+
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)

@@ -5,7 +5,9 @@ equal to the channels), so its rules are the convolution's. Max pooling sends ea
 cotangent to one entry, the first maximum in the window (as PyTorch does on ties); its rule
 multiplies the cotangent by that one-hot choice and adds the windows back in place: a reshape
 when the windows tile the input, otherwise a transposed depthwise convolution with one-hot kernels.
-Both are made of recorded operations, so they differentiate again.
+Both are made of recorded operations, so they differentiate again. The forward-mode rules
+(``_<op>_jvp``, registered in ``JVPS``): average pooling is linear, so its rule pools the tangent; max
+pooling's takes the tangent at each window's chosen entry, the same first maximum.
 
 >>> x = np.array([[[[1.0, 2.0], [4.0, 4.0]]]])
 >>> ans, vjp = max_pool2d(x, 2)
@@ -100,6 +102,32 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
     return ans, vjp_general
 
 
+def _max_pool2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                    dilation: Any = 1) -> Any:
+    """The tangent at each window's first maximum, the entry the VJP sends the window's cotangent to
+    (none where the window holds a NaN, as there): the taps are visited last to first, each writing where
+    it holds the maximum, so that the first one's write is the one that stays."""
+    k, s, p, d, out = _params(x, kernel_size, stride, padding, dilation, "max_pool2d")
+    t, xr, ar = ts[0], _conv._raw(x), _conv._raw(ans)
+    if p != (0, 0):
+        widths = ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1]))
+        xr, t = np.pad(xr, widths, constant_values=-np.inf), np.pad(t, widths)
+    rows, cols = (out[0] - 1) * s[0] + 1, (out[1] - 1) * s[1] + 1
+    plain = type(t) is np.ndarray and type(xr) is np.ndarray and type(ar) is np.ndarray
+    tangent: Any = np.zeros(np.shape(ar), t.dtype) if plain else 0
+    hit = np.empty(np.shape(ar), bool) if plain else None
+    for a in reversed(range(k[0])):
+        for b in reversed(range(k[1])):
+            tap = (slice(None), slice(None), slice(a * d[0], a * d[0] + rows, s[0]),
+                   slice(b * d[1], b * d[1] + cols, s[1]))
+            if plain:
+                np.equal(xr[tap], ar, out=hit)
+                np.copyto(tangent, t[tap], where=hit)
+            else:  # (a Tensor inside another transform, or vmap's stand-ins: recorded or batched)
+                tangent = np.where(xr[tap] == ar, t[tap], tangent)
+    return tangent
+
+
 def _unwindow(cols: Any, size: tuple[int, int], k: Any, s: Any, p: Any, d: Any) -> Any:
     """Add windows ``(N, C, Ho, Wo, kH, kW)`` back into an ``(N, C, H, W)`` input (the adjoint of taking them):
     a transposed depthwise convolution whose one-hot kernels pick one tap each."""
@@ -128,6 +156,10 @@ def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -
     return ans, lambda g: (rule(g)[0], None, None, None)
 
 
+def _avg_pool2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, *params: Any) -> Any:
+    return _conv._call(avg_pool2d, "avg_pool2d", ts[0], *params)
+
+
 def max_pool1d(x: Any, kernel_size: int, stride: Any = None, padding: int = 0, dilation: int = 1) -> tuple[Any, Any]:
     """``max_pool2d`` of ``x`` ``(N, C, L)`` along its last axis.
 
@@ -144,6 +176,18 @@ def avg_pool1d(x: Any, kernel_size: int, stride: Any = None, padding: int = 0) -
     array([[[2., 1.]]])
     """
     return _one_d(avg_pool2d, "avg_pool1d", x, kernel_size, stride, padding)
+
+
+def _max_pool1d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, kernel_size: int, stride: Any = None, padding: int = 0,
+                    dilation: int = 1) -> Any:
+    x2, ans2 = np.expand_dims(_conv._raw(x), 2), np.expand_dims(_conv._raw(ans), 2)
+    st = None if stride is None else (1, stride)
+    return _max_pool2d_jvp((np.expand_dims(ts[0], 2),), ans2, x2, (1, kernel_size), st, (0, padding),
+                           (1, dilation))[:, :, 0]
+
+
+def _avg_pool1d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, *params: Any) -> Any:
+    return _conv._call(avg_pool1d, "avg_pool1d", ts[0], *params)
 
 
 def _one_d(op: Any, where: str, x: Any, kernel_size: Any, stride: Any, padding: Any, *rest: Any) -> tuple[Any, Any]:
@@ -163,6 +207,15 @@ def _one_d(op: Any, where: str, x: Any, kernel_size: Any, stride: Any, padding: 
     return ans[:, :, 0], vjp
 
 
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
+JVPS: dict[str, Any] = {
+    "max_pool2d": _max_pool2d_jvp, "avg_pool2d": _avg_pool2d_jvp, "max_pool1d": _max_pool1d_jvp,
+    "avg_pool1d": _avg_pool1d_jvp,
+}
+
+
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)

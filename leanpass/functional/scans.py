@@ -3,12 +3,14 @@
 The product rules are exact where entries are 0 (any number of them, at every order): without
 zeros they divide (``g * ans / x``); with zeros they form, for each entry, the product of the
 others with no division, which costs memory quadratic in the length of the reduced axis, only
-then.
+then. Each op's forward-mode rule ``_<op>_jvp(tangents, ans, x, ...)`` follows it (see
+``_tangent.py``), exact at zeros in the same way, registered in ``JVPS`` at the end.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,6 +18,7 @@ import numpy as np
 from .reductions import _restore, _shape
 
 Axis = Any  # None | int | tuple[int, ...]
+Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
 
 
 def _axes(ndim: int, axis: Axis) -> tuple[int, ...]:
@@ -42,6 +45,14 @@ def prod(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
         return (spread * _others(x, _axes(len(shape), axis)),)
 
     return ans, vjp
+
+
+def _prod_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """``sum(t * (product of the other entries))`` over ``axis``: the VJP's factors, summed instead of spread."""
+    t = ts[0]
+    if not np.any(x == 0):
+        return np.sum(t * (_restore(ans, _shape(x), axis, keepdims) / x), axis=axis, keepdims=keepdims)
+    return np.sum(t * _others(x, _axes(len(_shape(x)), axis)), axis=axis, keepdims=keepdims)
 
 
 def _others(x: Any, axes: tuple[int, ...]) -> Any:
@@ -96,6 +107,23 @@ def cumprod(x: Any, axis: int | None = None) -> tuple[Any, Any]:
     return ans, vjp
 
 
+def _cumprod_jvp(ts: Tangents, ans: Any, x: Any, axis: int | None = None) -> Any:
+    """``sum_{j <= i} t_j * prod_{k <= i, k != j} x_k``: ``ans * cumsum(t / x)`` without zeros."""
+    t = ts[0]
+    if axis is None:
+        x, t = np.reshape(x, (-1,)), np.reshape(t, (-1,))
+    ax = 0 if axis is None else axis
+    if not np.any(x == 0):
+        return ans * np.cumsum(t / x, axis=ax)
+    y, a, u = (np.moveaxis(v, ax, -1) for v in (x, ans, t))
+    n = _shape(y)[-1]
+    later = np.arange(n) > np.arange(n)[:, None]  # later[j, i]: i > j
+    runs = np.cumprod(np.where(later, np.expand_dims(y, -2), 1), axis=-1)  # [j, i]: prod_{j<k<=i} x_k
+    before = np.concatenate([np.ones_like(a[..., :1]), a[..., :-1]], axis=-1)  # prod_{k<j} x_k
+    upto = later | np.eye(n, dtype=bool)  # j <= i
+    return np.moveaxis(np.sum(np.where(upto, np.expand_dims(before * u, -1) * runs, 0), axis=-2), -1, ax)
+
+
 def _cumprod_exact(x: Any, ans: Any, g: Any, axis: int) -> Any:
     """cumprod's cotangent without division: ``before_j * sum_{i >= j} g_i prod_{j < k <= i} x_k``."""
     y, a, h = (np.moveaxis(v, axis, -1) for v in (x, ans, g))
@@ -105,3 +133,6 @@ def _cumprod_exact(x: Any, ans: Any, g: Any, axis: int) -> Any:
     after = np.sum(np.where(later | np.eye(n, dtype=bool), np.expand_dims(h, -2) * runs, 0), axis=-1)
     before = np.concatenate([np.ones_like(a[..., :1]), a[..., :-1]], axis=-1)  # prod_{k<j} x_k
     return np.moveaxis(before * after, -1, axis)
+
+
+JVPS: dict[str, Callable[..., Any]] = {"prod": _prod_jvp, "cumprod": _cumprod_jvp}  # (cumsum's: functional.JVPS)

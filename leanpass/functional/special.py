@@ -4,7 +4,8 @@ The elementwise ones are declared in one table, ``ELEMENTWISE``: a name, the val
 arrays), and the derivative ``d(x, ans, *params)`` written with these same ops, so that each
 derivative is differentiable again: ``gammaln' = digamma``, ``digamma' = polygamma(1, .)``,
 ``polygamma(n, .)' = polygamma(n + 1, .)``, ``erfinv' = sqrt(pi) / 2 exp(erfinv**2)`` and so on, to any
-order. ``vjp(g) = (g * d,)``, and a forward-mode rule is ``t * d``. (``erf`` and ``erfc`` themselves
+order. ``vjp(g) = (g * d,)``, and the forward-mode rule is ``t * d`` (registered in ``JVPS``, as
+are those of ``xlogy``, ``xlog1py`` and ``betaln``, beside their VJPs). (``erf`` and ``erfc`` themselves
 are ops of ``elementwise.py``; the private ones here serve ``ndtr``, ``log_ndtr`` and ``erfinv``.)
 
 How the values are computed (float64 precision over the whole real line, checked against SciPy):
@@ -312,6 +313,12 @@ def _elementwise_vjp(derivative: Callable[..., Any], x: Any, ans: Any, params: t
         return (g * derivative(x, ans, *params), *(None for _ in params))
 
 
+def _elementwise_jvp(derivative: Callable[..., Any], ts: tuple[Any, ...], ans: Any, x: Any, *params: Any) -> Any:
+    """The forward-mode rule of an op of ``ELEMENTWISE``: ``t * d``, from the derivative its VJP uses."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return ts[0] * derivative(x, ans, *params)
+
+
 gammaln: Callable[..., tuple[Any, Any]] = _elementwise("gammaln")
 digamma: Callable[..., tuple[Any, Any]] = _elementwise("digamma")
 polygamma: Callable[..., tuple[Any, Any]] = _elementwise("polygamma")
@@ -404,6 +411,20 @@ def _x_log_vjp(op: Callable[..., Any], x: Any, y: Any, plain: bool, g: Any) -> t
     return unbroadcast(gx, x), unbroadcast(gy, y)
 
 
+def _x_log_jvp(plain: bool, ts: tuple[Any, Any], ans: Any, x: Any, y: Any) -> Any:
+    """``tx log(y) + ty x / y`` (``log1p(y)`` and ``1 + y`` for xlog1py): the VJP's slopes times the tangents."""
+    tx, ty = ts
+    out = None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if tx is not None:
+            out = tx * (np.log(y) if plain else xlog1py(1.0 + 0 * x, y)[0])
+        if ty is not None:
+            zero = x == 0
+            dy = ty * np.where(zero, 0.0, x / np.where(zero, 1.0, y if plain else 1 + y))
+            out = dy if out is None else out + dy
+    return out
+
+
 # ----- betaln: log |B(a, b)|, stable when one argument is large -----------------------------------
 def _betaln_values(a: Any, b: Any) -> Any:
     a, b = _float(a), _float(b)
@@ -449,6 +470,23 @@ def _betaln_vjp(a: Any, b: Any, g: Any) -> tuple[Any, Any]:
     return unbroadcast(g * (_value(digamma, a) - both), a), unbroadcast(g * (_value(digamma, b) - both), b)
 
 
+def _betaln_jvp(ts: tuple[Any, Any], ans: Any, a: Any, b: Any) -> Any:
+    ta, tb = ts
+    both = _value(digamma, a + b)
+    da = None if ta is None else ta * (_value(digamma, a) - both)
+    db = None if tb is None else tb * (_value(digamma, b) - both)
+    return db if da is None else da if db is None else da + db
+
+
+# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
+JVPS: dict[str, Callable[..., Any]] = {
+    **{name: partial(_elementwise_jvp, derivative) for name, (_, derivative) in ELEMENTWISE.items()},
+    "xlogy": partial(_x_log_jvp, True), "xlog1py": partial(_x_log_jvp, False), "betaln": _betaln_jvp,
+}
+
+
+from . import JVPS as _ALL_JVPS  # noqa: E402
 from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
 
 _loaded(__name__, globals())
+_ALL_JVPS.update(JVPS)
