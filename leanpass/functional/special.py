@@ -363,8 +363,8 @@ def _i1e_slope(x: Any, ans: Any) -> Any:
     return np.where(zero, 0.5, _value(i0e, x) - ans * (np.sign(x) + 1 / np.where(zero, 1.0, x)))
 
 
-ELEMENTWISE["i0e"] = (lambda x: _bessel_scaled(x, 0), lambda x, ans: _value(i1e, x) - np.sign(x) * ans)
-ELEMENTWISE["i1e"] = (lambda x: np.sign(x) * _bessel_scaled(x, 1), _i1e_slope)
+ELEMENTWISE["i0e"] = (lambda x: _bessel_scaled(x, 0), in_dtype_of(lambda x, ans: _value(i1e, x) - np.sign(x) * ans))
+ELEMENTWISE["i1e"] = (lambda x: np.sign(x) * _bessel_scaled(x, 1), in_dtype_of(_i1e_slope))
 i0e: Callable[..., tuple[Any, Any]] = _elementwise("i0e")
 i1e: Callable[..., tuple[Any, Any]] = _elementwise("i1e")
 
