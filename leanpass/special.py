@@ -168,7 +168,8 @@ def logsumexp(a: ArrayLike, axis: Any = None, b: ArrayLike | None = None, keepdi
     """``log(sum(b * exp(a)))`` over ``axis``, stable, as ``scipy.special.logsumexp``.
 
     With ``return_sign=True`` it returns ``(log |sum|, sign)``, the sign a constant array;
-    without it a negative sum gives nan.
+    without it a negative sum gives nan. As in SciPy, a term of weight 0 adds nothing, even
+    where ``a`` is inf or nan; a sum of nothing (or of exactly 0) is ``-inf`` with sign 0.
 
     >>> logsumexp(Tensor([1000.0, 1000.0]))
     Tensor(1000.69314718)
@@ -201,6 +202,8 @@ def logsumexp(a: ArrayLike, axis: Any = None, b: ArrayLike | None = None, keepdi
 
 def softmax(x: ArrayLike, axis: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x))`` over ``axis`` (None: all of ``x``, as SciPy's default).
+
+    ``+inf`` entries share the weight (``lp.softmax``'s limit), where SciPy gives nan.
 
     >>> softmax(Tensor([[0.0, 0.0], [0.0, 0.0]]))
     Tensor([[0.25, 0.25],
