@@ -1,16 +1,17 @@
 """Saving and loading pytrees of parameters: ``leanpass.save(path, tree)`` and ``leanpass.load(path)``.
 
-A checkpoint is a NumPy ``.npz`` file: one array per leaf (Tensors, arrays, Python numbers and
-strings), plus the tree's structure as JSON text. A Tensor at several leaves (tied weights) is
-stored once and loads as one Tensor again. Loading reads each ``.npy`` record itself,
-never unpickling, and checks every size a file declares against the bytes it holds before
-allocating anything; it rebuilds containers only from a fixed set (dict, list, tuple, None and
-the pytree classes registered with LeanPass, such as the ``leanpass.nn`` modules and optimizer
-states), so opening a file never runs code from it, and a malformed one raises
+A checkpoint is a NumPy ``.npz`` file: one array per leaf (Tensors, arrays, Python numbers of
+any size and strings, NumPy random generators), plus the tree's structure as JSON text. A Tensor
+at several leaves (tied weights) is stored once and loads as one Tensor again. Loading reads each
+``.npy`` record itself, never unpickling, and checks every size a file declares against the bytes
+it holds before allocating anything; it rebuilds containers only from a fixed set (dict, list,
+tuple, None and the pytree classes registered with LeanPass, such as the ``leanpass.nn`` modules
+and optimizer states), so opening a file never runs code from it, and a malformed one raises
 ``CheckpointError``. Values and dtypes round-trip exactly. Writing is atomic: the file is written
 beside its destination and moved into place with ``os.replace``, so a crash never leaves a
 truncated checkpoint where a good one was; a new file gets the permissions the umask allows, a
-replaced one keeps its own.
+replaced one keeps its own, a read-only one is not replaced (``PermissionError``), and a symbolic
+link is written through (the file it names gets the checkpoint).
 
 >>> import tempfile, os
 >>> import numpy as np
@@ -25,9 +26,11 @@ replaced one keeps its own.
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
+import re
 import struct
 import tempfile
 import zipfile
@@ -207,8 +210,20 @@ def _decode(node: Any, path: str) -> TreeDef:
                 f"load: the {cls.__name__} at {path or 'the root'} has {len(kids)} children in the file"
             )
         children = tuple(_decode(c, f"{path}[{i}]") for i, c in enumerate(kids))
-        return TreeDef(cls, _decode_meta(node.get("meta"), path), children)
+        meta = _decode_meta(node.get("meta"), path)
+        _check_sequential(cls, meta, len(kids), path)
+        return TreeDef(cls, meta, children)
     raise CheckpointError(f"load: malformed structure at {path or 'the root'}")
+
+
+def _check_sequential(cls: type, meta: Any, n: int, where: str) -> None:
+    """A ``Sequential``'s settings list its layers: ``None`` for each of its ``n`` modules, the functions between."""
+    from . import nn
+
+    if cls is nn.Sequential and not (isinstance(meta, tuple) and sum(m is None for m in meta) == n
+                                     and all(m is None or callable(m) for m in meta)):
+        raise CheckpointError(f"load: the Sequential at {where or 'the root'} lists layers ({_shown(meta)!r}) that "
+                              f"do not fit its {n} modules in the file")
 
 
 def _first_difference(saved: Any, expected: Any, path: str = "") -> str | None:
@@ -285,8 +300,11 @@ def _leaf_record(x: Any, path: str) -> tuple[dict[str, Any], np.ndarray]:
         arr, info = np.asarray(x), {"type": "scalar"}
     elif isinstance(x, bool):
         arr, info = np.asarray(x), {"type": "bool"}
-    elif isinstance(x, int):
-        arr, info = np.asarray(x, dtype=np.int64), {"type": "int"}
+    elif isinstance(x, int):  # (beyond int64: its digits, in hexadecimal, which has no length limit)
+        info = {"type": "int"}
+        arr = np.asarray(x, dtype=np.int64) if -2**63 <= x < 2**63 else np.asarray(hex(x), dtype=str)
+    elif isinstance(x, np.random.Generator):
+        arr, info = np.zeros(0, dtype=np.uint8), {"type": "Generator", **_generator_record(x, path)}
     elif isinstance(x, float):
         arr, info = np.asarray(x, dtype=np.float64), {"type": "float"}
     elif isinstance(x, str):
@@ -319,11 +337,123 @@ def _rebuild_leaf(info: dict[str, Any], arr: np.ndarray, where: str) -> Any:
         return arr
     if kind == "scalar":
         return arr[()]
+    if kind == "int" and arr.dtype.kind == "U":
+        digits = str(arr[()])
+        if not _HEX_INT.fullmatch(digits):
+            raise CheckpointError(f"load: the int at {where} is stored as {digits[:40]!r}")
+        return int(digits, 16)
+    if kind == "Generator":
+        return _rebuild_generator(info, where)
     if kind in ("bool", "int", "float", "str"):
         if arr.dtype.kind not in {"bool": "b", "int": "iu", "float": "f", "str": "U"}[kind]:
             raise CheckpointError(f"load: the {kind} at {where} is stored as dtype {arr.dtype}")
         return {"bool": bool, "int": int, "float": float, "str": str}[kind](arr[()])
     raise CheckpointError(f"load: unknown leaf type {kind!r} in the checkpoint")
+
+
+# ----- random generators ------------------------------------------------------------------------
+# A np.random.Generator is stored as its bit generator's name, state and seed sequence (JSON: Python
+# ints have any size there), and rebuilt as a new Generator in that state: its next draws are the
+# ones the saved generator would have made, and spawn() gives the same children.
+_BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
+# The largest value each integer of a state may hold. NumPy does not check them when a state is
+# set, and a position beyond a buffer makes the next draw read outside it: a file cannot ask that.
+_STATE_INTS = {"state": 2**128 - 1, "inc": 2**128 - 1, "has_uint32": 1, "uinteger": 2**32 - 1, "pos": 624,
+               "buffer_pos": 4}
+_HEX_INT = re.compile("-?0x[0-9a-f]+")
+
+
+def _generator_record(rng: np.random.Generator, path: str) -> dict[str, Any]:
+    bitgen = rng.bit_generator
+    name = type(bitgen).__name__
+    if name not in _BIT_GENERATORS or getattr(np.random, name) is not type(bitgen):
+        raise TypeError(f"save: the generator at {path} uses the bit generator {type(bitgen).__qualname__}; a "
+                        f"checkpoint holds generators made with NumPy's own ({', '.join(_BIT_GENERATORS)})")
+    seq = getattr(bitgen, "seed_seq", None)
+    seed = None
+    entropy = seq.entropy if isinstance(seq, np.random.SeedSequence) else None
+    if seq is not None and entropy is not None:
+        seed = {"entropy": hex(entropy) if isinstance(entropy, int) else [int(v) for v in entropy],
+                "spawn_key": [int(v) for v in seq.spawn_key], "pool_size": int(seq.pool_size),
+                "n_children_spawned": int(seq.n_children_spawned)}
+    return {"bit_generator": name, "state": _state_json(bitgen.state), "seed_seq": seed}
+
+
+def _state_json(x: Any) -> Any:
+    """A bit generator's state (dicts of ints, strings and integer arrays) as JSON."""
+    if isinstance(x, dict):
+        return {"dict": {str(k): _state_json(v) for k, v in x.items()}}
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iu":
+        return {"array": [int(v) for v in x.ravel()], "dtype": x.dtype.str, "shape": list(x.shape)}
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    if isinstance(x, str):
+        return x
+    raise TypeError(f"save: a bit generator's state holds a {type(x).__name__}, which cannot be stored")
+
+
+def _state_from_json(x: Any, like: Any, where: str) -> Any:
+    """The state ``x`` encodes, checked to be laid out as ``like`` (a fresh generator's state) is,
+    with every integer within what its field holds."""
+    bad = CheckpointError(f"load: the generator at {where} has a malformed state")
+    if isinstance(like, dict):
+        if not (isinstance(x, dict) and list(x) == ["dict"] and isinstance(x["dict"], dict)
+                and set(x["dict"]) == set(like)):
+            raise bad
+        return {k: _state_from_json(x["dict"][k], v, where) for k, v in like.items()}
+    if isinstance(like, np.ndarray):
+        if not (isinstance(x, dict) and set(x) == {"array", "dtype", "shape"} and x["dtype"] == like.dtype.str
+                and x["shape"] == list(like.shape) and isinstance(x["array"], list) and len(x["array"]) == like.size
+                and all(type(v) is int and 0 <= v <= np.iinfo(like.dtype).max for v in x["array"])):
+            raise bad
+        return np.array(x["array"], dtype=like.dtype).reshape(like.shape)
+    if isinstance(like, str):
+        if x != like:
+            raise bad
+        return x
+    return x
+
+
+def _check_state_ints(state: dict[str, Any], where: str) -> None:
+    stack = [state]
+    while stack:
+        for key, value in stack.pop().items():
+            if isinstance(value, dict):
+                stack.append(value)
+            elif not isinstance(value, (str, np.ndarray)) and not (
+                    type(value) is int and 0 <= value <= _STATE_INTS.get(key, -1)):
+                raise CheckpointError(f"load: the generator at {where} has {key} = {value!r} in its state, "
+                                      "which no generator can be in")
+
+
+def _seed_sequence(seed: Any, where: str) -> np.random.SeedSequence:
+    def whole(v: Any) -> bool:
+        return type(v) is int and v >= 0
+
+    if not (isinstance(seed, dict) and set(seed) == {"entropy", "spawn_key", "pool_size", "n_children_spawned"}
+            and (isinstance(seed["entropy"], str) and _HEX_INT.fullmatch(seed["entropy"])
+                 or isinstance(seed["entropy"], list) and all(whole(v) for v in seed["entropy"]))
+            and isinstance(seed["spawn_key"], list) and all(whole(v) for v in seed["spawn_key"])
+            and whole(seed["pool_size"]) and 4 <= seed["pool_size"] <= 1024 and whole(seed["n_children_spawned"])):
+        raise CheckpointError(f"load: the generator at {where} has a malformed seed sequence")
+    entropy = seed["entropy"]
+    return np.random.SeedSequence(int(entropy, 16) if isinstance(entropy, str) else entropy,
+                                  spawn_key=tuple(seed["spawn_key"]), pool_size=seed["pool_size"],
+                                  n_children_spawned=seed["n_children_spawned"])
+
+
+def _rebuild_generator(info: dict[str, Any], where: str) -> np.random.Generator:
+    name = info.get("bit_generator")
+    if name not in _BIT_GENERATORS:
+        raise CheckpointError(f"load: the generator at {where} names the bit generator {name!r}, which is not "
+                              f"one of NumPy's ({', '.join(_BIT_GENERATORS)})")
+    cls = getattr(np.random, name)
+    seed = info.get("seed_seq")
+    bitgen = cls(0 if seed is None else _seed_sequence(seed, where))
+    state = _state_from_json(info.get("state"), bitgen.state, where)
+    _check_state_ints(state, where)
+    bitgen.state = state
+    return np.random.Generator(bitgen)
 
 
 # ----- save / load ------------------------------------------------------------------------------------
@@ -332,6 +462,9 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
 
     The file is written to a temporary name in the same directory, flushed to disk, then moved over
     ``path`` in one step (``os.replace``): a reader sees the old file or the new one, never half of one.
+    A ``path`` that is a symbolic link is written through (its target gets the checkpoint); a
+    read-only file raises ``PermissionError``. A ``np.random.Generator`` leaf is stored in its
+    current state (its next draws, after ``load``, are the ones it would have made).
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "w.npz")
@@ -362,6 +495,7 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
     version = _VERSION if len(arrays) == len(leaves) else _TIED_VERSION
     header = json.dumps({"format": _FORMAT, "version": version, "structure": structure, "leaves": infos})
     arrays[_HEADER] = np.frombuffer(header.encode("utf-8"), dtype=np.uint8)
+    target = _through_links(target)
     directory = target.parent
     if not directory.is_dir():
         raise FileNotFoundError(f"save: the directory {str(directory)!r} does not exist; create it first")
@@ -369,6 +503,8 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
         mode = target.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
+    else:
+        _check_writable(target, mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -381,6 +517,28 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _through_links(target: Path) -> Path:
+    """The file a save to ``target`` writes: a symbolic link's target (as ``open`` writes through a
+    link), so the link stays a link and the file it names gets the new contents."""
+    if not target.is_symlink():
+        return target
+    real = Path(os.path.realpath(target))
+    if real.is_symlink():  # realpath stops at a loop
+        raise OSError(errno.ELOOP, f"save: {str(target)!r} is a loop of symbolic links", str(target))
+    return real
+
+
+def _check_writable(target: Path, mode: int) -> None:
+    """Refuse to replace a read-only file, as ``open(path, "wb")`` would (``os.replace`` needs only the
+    directory's permission). A file with no write permission bits at all is read-only for every
+    user, root too (whom ``open`` lets through): it was made read-only to be kept."""
+    effective = os.access in os.supports_effective_ids
+    if not mode & 0o222 or not os.access(target, os.W_OK, effective_ids=effective):
+        raise PermissionError(
+            errno.EACCES, f"save: {str(target)!r} is read-only, so it is not replaced. Make it writable "
+            "(chmod u+w) to overwrite it, or save to another path", str(target))
 
 
 def _umask() -> int:
@@ -574,8 +732,34 @@ def load(path: str | os.PathLike[str], like: Any = None) -> Any:
         return _rebuild(header, arrays, like)
     except CheckpointError:
         raise
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as e:
-        raise CheckpointError(f"load: {str(target)!r} holds a structure that cannot be rebuilt ({e})") from None
+    except Exception as e:  # (a registered class's unflatten, given settings from the file, may raise anything)
+        raise CheckpointError(f"load: {str(target)!r} holds a structure that cannot be rebuilt "
+                              f"({type(e).__name__}: {e})") from None
+
+
+def _leaf_type(x: Any) -> str | None:
+    """The leaf type ``save`` records for ``x`` (None for a leaf it cannot store)."""
+    for cls, name in ((Tensor, "Tensor"), (np.ndarray, "ndarray"), (np.generic, "scalar"), (bool, "bool"),
+                      (int, "int"), (float, "float"), (str, "str"), (np.random.Generator, "Generator")):
+        if isinstance(x, cls):
+            return name
+    return None
+
+
+def _check_rebuilt(treedef: TreeDef, again: TreeDef) -> None:
+    """What the file's classes built must flatten to the structure the file describes (a class's
+    unflatten can drop or invent children when its settings do not fit them)."""
+    stack = [(treedef, again, "")]
+    while stack:
+        a, b, where = stack.pop()
+        if a.kind is not b.kind or a.meta != b.meta or len(a.children) != len(b.children):
+            name = getattr(a.kind, "__name__", "container")
+            raise CheckpointError(f"load: the {name} at {where or 'the root'} in the file does not rebuild as "
+                                  "written: its settings do not fit its children")
+        n = len(a.children)
+        names = ([f"[{k!r}]" for k in a.meta] if a.kind is dict else [f"[{i}]" for i in range(n)]
+                 if a.kind in (list, tuple) else _child_names(a.kind, n))
+        stack.extend((x, y, where + name) for name, x, y in zip(names, a.children, b.children))
 
 
 def _rebuild(header: dict[str, Any], arrays: list[np.ndarray], like: Any) -> Any:
@@ -588,21 +772,34 @@ def _rebuild(header: dict[str, Any], arrays: list[np.ndarray], like: Any) -> Any
         else:
             leaves.append(_rebuild_leaf(info, arr, str(info.get("path", i))))
     if like is None:
-        return tree_unflatten(_decode(structure, ""), leaves)
+        treedef = _decode(structure, "")
+        tree = tree_unflatten(treedef, leaves)
+        _check_rebuilt(treedef, tree_flatten(tree)[1])
+        return tree
     like_leaves, like_def = tree_flatten(like)
     like_paths: list[str] = []
     expected = _encode(like_def, "", like_paths)
     diff = _first_difference(structure, expected)
     if diff is not None:
         raise CheckpointError(f"load: the checkpoint does not match the template: {diff}")
-    for arr, ref, where in zip(arrays, like_leaves, like_paths):
+    for arr, info, ref, where in zip(arrays, infos, like_leaves, like_paths):
+        kind, ref_kind = info.get("type"), _leaf_type(ref)
+        if kind != ref_kind:
+            raise CheckpointError(f"load: the checkpoint does not match the template: at {where}: a {kind} in the "
+                                  f"file, a {ref_kind or type(ref).__name__} in the template")
+        if kind == "Generator":
+            name, ref_name = info.get("bit_generator"), type(ref.bit_generator).__name__
+            if name != ref_name:
+                raise CheckpointError(f"load: the checkpoint does not match the template: at {where}: a generator "
+                                      f"using {name} in the file, {ref_name} in the template")
+            continue
         ref_arr = np.asarray(ref._data if type(ref) is Tensor else ref)
         if arr.shape != ref_arr.shape:
             raise CheckpointError(
                 f"load: the checkpoint does not match the template: at {where}: shape {arr.shape} in the file, "
                 f"{ref_arr.shape} in the template"
             )
-        if isinstance(ref, (Tensor, np.ndarray)) and arr.dtype != ref_arr.dtype:
+        if isinstance(ref, (Tensor, np.ndarray, np.generic)) and arr.dtype != ref_arr.dtype:
             raise CheckpointError(
                 f"load: the checkpoint does not match the template: at {where}: dtype {arr.dtype} in the file, "
                 f"{ref_arr.dtype} in the template (build the template with the dtype you saved)"

@@ -25,6 +25,7 @@ from .ops import logsumexp as _logsumexp
 from .ops import sigmoid as _sigmoid
 from .ops import softmax as _softmax
 from .ops import sum as _sum
+from .ops import where as _where
 from .tensor import ArrayLike, Tensor, _value, apply
 
 __all__ = ["gammaln", "digamma", "psi", "polygamma", "betaln", "expit", "logit", "logsumexp", "erf",
@@ -167,7 +168,8 @@ def logsumexp(a: ArrayLike, axis: Any = None, b: ArrayLike | None = None, keepdi
     """``log(sum(b * exp(a)))`` over ``axis``, stable, as ``scipy.special.logsumexp``.
 
     With ``return_sign=True`` it returns ``(log |sum|, sign)``, the sign a constant array;
-    without it a negative sum gives nan.
+    without it a negative sum gives nan. As in SciPy, a term of weight 0 adds nothing, even
+    where ``a`` is inf or nan; a sum of nothing (or of exactly 0) is ``-inf`` with sign 0.
 
     >>> logsumexp(Tensor([1000.0, 1000.0]))
     Tensor(1000.69314718)
@@ -178,9 +180,16 @@ def logsumexp(a: ArrayLike, axis: Any = None, b: ArrayLike | None = None, keepdi
     if b is None and not return_sign:
         return _logsumexp(a, axis, keepdims)
     raw = _value(a)
+    zero = False if b is None else _value(_real(b, "logsumexp")) == 0
     with np.errstate(invalid="ignore"):
-        m = np.max(raw, axis=axis, keepdims=True)
+        m = np.max(np.where(zero, -np.inf, raw), axis=axis, keepdims=True)  # (the terms of weight 0 left out)
+    pinf = m == np.inf  # (a slice with +inf terms: they alone decide, the others count as 0)
     m = np.where(np.isfinite(m), m, 0.0)  # a constant shift: it cancels, so it needs no gradient
+    # A term of weight 0 adds nothing, even where a is inf or nan (as SciPy): such an a is left out
+    # (and one whose exp would overflow after the shift; elsewhere 0 * exp(a) keeps the gradient in b).
+    with np.errstate(invalid="ignore"):
+        drop = zero & ~(raw <= m + 700) | pinf & (raw < np.inf)
+    a = _where(drop, -np.inf, a)
     t = _exp(a - m)
     s = _sum(t if b is None else t * _real(b, "logsumexp"), axis=axis, keepdims=True)
     sign = np.sign(_value(s))
@@ -193,6 +202,8 @@ def logsumexp(a: ArrayLike, axis: Any = None, b: ArrayLike | None = None, keepdi
 
 def softmax(x: ArrayLike, axis: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x))`` over ``axis`` (None: all of ``x``, as SciPy's default).
+
+    ``+inf`` entries share the weight (``lp.softmax``'s limit), where SciPy gives nan.
 
     >>> softmax(Tensor([[0.0, 0.0], [0.0, 0.0]]))
     Tensor([[0.25, 0.25],

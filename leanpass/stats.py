@@ -1,8 +1,12 @@
 """Differentiable log-densities, as ``scipy.stats`` names and signs them (SciPy is not needed).
 
 ``lp.stats.norm.logpdf(x, loc, scale)`` where SciPy code has ``scipy.stats.norm.logpdf(x, loc,
-scale)``: the same values, with gradients of every order in every argument. Outside a
-distribution's support a log-density is ``-inf``, as in SciPy.
+scale)``: the same values, with gradients of every order in every argument. As in SciPy, a
+log-density is ``-inf`` outside the distribution's support, and ``nan`` where a parameter is
+outside its domain (a ``scale`` or shape that is not positive, a probability outside ``[0, 1]``)
+or the argument is ``nan``; the gradient there is ``nan`` too, never a number an optimizer would
+follow. ``dirichlet`` raises ``ValueError`` as SciPy does, for parameters that are not positive
+and for points off the simplex.
 
 >>> import leanpass as lp
 >>> lp.stats.norm.logpdf(Tensor([0.0, 1.0]), 0.0, 2.0)
@@ -36,13 +40,18 @@ def _t(x: ArrayLike) -> Tensor:
         if np.iscomplexobj(x._data):
             raise TypeError("lp.stats: complex numbers are not supported by LeanPass")
         return x
+    if getattr(x, "_lp_array", False):  # (a value vmap or jit traces: the ops take it as it is)
+        return x
     arr = np.asarray(x)
     return Tensor(arr if arr.dtype.kind == "f" else arr.astype(np.float64))
 
 
-def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> tuple[Tensor, Tensor]:
+def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> tuple[Tensor, Tensor, Any]:
+    """``(x - loc) / scale``, the scale (1 standing in where it is not positive) and where it is positive."""
     scale = _t(scale)
-    return (_t(x) - loc) / scale, scale
+    valid = _positive(scale)
+    scale = _stand_in(scale, valid, 1.0)
+    return (_t(x) - loc) / scale, scale, valid
 
 
 def _safe(x: Tensor, mask: Any, fill: float) -> Tensor:
@@ -56,6 +65,42 @@ def _inside(mask: Any, value: Tensor) -> Tensor:
     return _where(np.broadcast_to(mask, np.shape(value._data)), value, -np.inf)
 
 
+def _checked(value: Tensor, valid: Any, arg: Any, *inputs: Any) -> Tensor:
+    """SciPy's rule: ``nan`` where the parameters are not ``valid`` (a plain boolean array) or the
+    standardised argument ``arg`` is nan, ``value`` elsewhere, with a nan gradient there too (to
+    first and second order) for every Tensor among ``inputs``: ``value`` is computed from stand-ins
+    that would give a number, or 0 from the support's mask. (Each input enters squared, taken as 0
+    where all is well: no inf - inf, no 0 * inf.)"""
+    bad = np.logical_not(valid) | np.isnan(_value(arg))
+    if _nowhere(bad):
+        return value
+    poison: Any = None
+    for x in inputs:
+        if type(x) is Tensor:
+            part = _where(bad, x, 0.0)
+            poison = part * part if poison is None else poison + part * part
+    return _where(bad, np.nan if poison is None else poison * np.where(bad, np.nan, 0.0), value)
+
+
+def _nowhere(mask: Any) -> bool:
+    """Whether a plain boolean mask is False everywhere (a value jit or vmap traces is not plain: it
+    takes the general path, which gives the same numbers)."""
+    return (type(mask) is np.ndarray or type(mask) is np.bool_) and not mask.any()
+
+
+def _positive(*params: Tensor) -> Any:
+    """Where every parameter is > 0 (False at nan), as a plain boolean array."""
+    ok: Any = True
+    for p in params:
+        ok = ok & (_value(p) > 0)
+    return ok
+
+
+def _stand_in(x: Tensor, valid: Any, fill: float) -> Tensor:
+    """``x`` where ``valid``, ``fill`` elsewhere (so that the discarded values are numbers)."""
+    return x if _nowhere(np.logical_not(valid)) else _where(valid, x, fill)
+
+
 class _Norm:
     """The normal distribution (``scipy.stats.norm``)."""
 
@@ -65,8 +110,13 @@ class _Norm:
         >>> norm.logpdf(0.0)
         Tensor(-0.91893853)
         """
-        z, scale = _standard(x, loc, scale)
-        return -0.5 * z * z - _log(scale) - 0.5 * _LOG_2PI
+        z, scale_, valid = _standard(x, loc, scale)
+        return _checked(-0.5 * z * z - _log(scale_) - 0.5 * _LOG_2PI, valid, z, x, loc, scale)
+
+    @staticmethod
+    def _of_z(f: Any, x: ArrayLike, loc: ArrayLike, scale: ArrayLike, sign: float = 1.0) -> Tensor:
+        z, _, valid = _standard(x, loc, scale)
+        return _checked(f(z * sign), valid, z, x, loc, scale)
 
     def pdf(self, x: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """The density, ``exp(logpdf)``.
@@ -82,7 +132,7 @@ class _Norm:
         >>> norm.cdf(0.0)
         Tensor(0.5)
         """
-        return special.ndtr(_standard(x, loc, scale)[0])
+        return self._of_z(special.ndtr, x, loc, scale)
 
     def logcdf(self, x: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """``log(cdf)``, finite far into the left tail.
@@ -90,7 +140,7 @@ class _Norm:
         >>> norm.logcdf(-40.0)
         Tensor(-804.60844201)
         """
-        return special.log_ndtr(_standard(x, loc, scale)[0])
+        return self._of_z(special.log_ndtr, x, loc, scale)
 
     def sf(self, x: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """``P(X > x) = 1 - cdf``, accurate in the right tail.
@@ -98,7 +148,7 @@ class _Norm:
         >>> norm.sf(0.0)
         Tensor(0.5)
         """
-        return special.ndtr(-_standard(x, loc, scale)[0])
+        return self._of_z(special.ndtr, x, loc, scale, -1.0)
 
     def logsf(self, x: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """``log(sf)``.
@@ -106,7 +156,7 @@ class _Norm:
         >>> norm.logsf(40.0)
         Tensor(-804.60844201)
         """
-        return special.log_ndtr(-_standard(x, loc, scale)[0])
+        return self._of_z(special.log_ndtr, x, loc, scale, -1.0)
 
 
 class _MultivariateNormal:
@@ -130,7 +180,15 @@ class _MultivariateNormal:
             x = x.reshape(1)
         d = x.shape[-1]
         diff = x if mean is None else x - mean
+        with np.errstate(invalid="ignore"):  # a point with an infinite coordinate (and no nan): -inf, as SciPy
+            rd = _value(diff)
+            far = np.any(np.isinf(rd), axis=-1) & ~np.any(np.isnan(rd), axis=-1)
+        diff = _where(np.isinf(rd), 0.0, diff)
         cov = _t(cov)
+        raw = _value(cov)
+        if not getattr(raw, "_lp_batched", False) and not np.all(np.isfinite(raw)):
+            raise ValueError("stats.multivariate_normal.logpdf: cov holds nan or inf; a covariance must be finite "
+                             "(as in SciPy)")
         if cov.ndim == 0:
             cov = cov * np.eye(d)
         elif cov.ndim == 1:
@@ -139,7 +197,7 @@ class _MultivariateNormal:
         z = linalg.solve(low, diff[..., None])[..., 0]
         logdet = 2 * _sum(_log(_sum(low * np.eye(d), axis=-1)), axis=-1)
         out = -0.5 * (d * _LOG_2PI + logdet + _sum(z * z, axis=-1))
-        return out.squeeze()
+        return _where(far, -np.inf, out).squeeze()
 
     def pdf(self, x: ArrayLike, mean: ArrayLike | None = None, cov: ArrayLike = 1.0) -> Tensor:
         """The density, ``exp(logpdf)``.
@@ -159,11 +217,16 @@ class _T:
         >>> t.logpdf(0.0, 1.0)  # the Cauchy density at 0: 1 / pi
         Tensor(-1.14472989)
         """
-        z, scale = _standard(x, loc, scale)
-        df = _t(df)
-        half = (df + 1) / 2
-        return (special.gammaln(half) - special.gammaln(df / 2) - 0.5 * _log(df * math.pi) - _log(scale)
-                - special.xlog1py(half, z * z / df))
+        z, scale_, valid = _standard(x, loc, scale)
+        df_ = _t(df)
+        valid = valid & _positive(df_)
+        finite = _value(df_) < np.inf  # (df = inf: the normal distribution, as SciPy)
+        d = _stand_in(df_, valid & finite, 1.0)
+        half = (d + 1) / 2
+        student = (special.gammaln(half) - special.gammaln(d / 2) - 0.5 * _log(d * math.pi)
+                   - special.xlog1py(half, z * z / d))
+        out = _where(finite, student, -0.5 * z * z - 0.5 * _LOG_2PI)
+        return _checked(out - _log(scale_), valid, z, x, df, loc, scale)
 
     def pdf(self, x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """The density, ``exp(logpdf)``.
@@ -183,12 +246,15 @@ class _Beta:
         >>> beta.logpdf(0.5, 2.0, 2.0)  # 6 y (1 - y) at 1/2
         Tensor(0.40546511)
         """
-        y, scale = _standard(x, loc, scale)
-        raw = _value(y)
+        z, scale_, valid = _standard(x, loc, scale)
+        a_, b_ = _t(a), _t(b)
+        valid = valid & _positive(a_, b_)
+        a_, b_ = _stand_in(a_, valid, 1.0), _stand_in(b_, valid, 1.0)
+        raw = _value(z)
         inside = (raw >= 0) & (raw <= 1)
-        y = _safe(y, inside, 0.5)
-        out = special.xlogy(_t(a) - 1, y) + special.xlog1py(_t(b) - 1, -y) - special.betaln(a, b) - _log(scale)
-        return _inside(inside, out)
+        y = _safe(z, inside, 0.5)
+        out = special.xlogy(a_ - 1, y) + special.xlog1py(b_ - 1, -y) - special.betaln(a_, b_) - _log(scale_)
+        return _checked(_inside(inside, out), valid, z, x, a, b, loc, scale)
 
     def pdf(self, x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """The density, ``exp(logpdf)``.
@@ -208,11 +274,14 @@ class _Gamma:
         >>> gamma.logpdf(1.0, 1.0)
         Tensor(-1.)
         """
-        y, scale = _standard(x, loc, scale)
-        inside = _value(y) >= 0
-        y = _safe(y, inside, 1.0)
-        out = special.xlogy(_t(a) - 1, y) - y - special.gammaln(a) - _log(scale)
-        return _inside(inside, out)
+        z, scale_, valid = _standard(x, loc, scale)
+        a_ = _t(a)
+        valid = valid & _positive(a_)
+        a_ = _stand_in(a_, valid, 1.0)
+        inside = _value(z) >= 0
+        y = _safe(z, inside, 1.0)
+        out = special.xlogy(a_ - 1, y) - y - special.gammaln(a_) - _log(scale_)
+        return _checked(_inside(inside, out), valid, z, x, a, loc, scale)
 
     def pdf(self, x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> Tensor:
         """The density, ``exp(logpdf)``.
@@ -237,6 +306,8 @@ class _Dirichlet:
         Tensor(0.)
         """
         x, alpha = _t(x), _t(alpha)
+        if alpha.ndim != 1:
+            raise ValueError(f"stats.dirichlet.logpdf: alpha must be one-dimensional, got shape {alpha.shape}")
         k = alpha.shape[0]
         if x.shape[0] == k - 1:
             x = np.concatenate([x, 1 - _sum(x, axis=0, keepdims=True)], axis=0)
@@ -244,8 +315,10 @@ class _Dirichlet:
             raise ValueError(f"stats.dirichlet.logpdf: x has {x.shape[0]} components along its first axis; "
                              f"alpha has {k}")
         a = alpha.reshape((k,) + (1,) * (x.ndim - 1))
+        bad = _check_dirichlet(_value(x), _value(a))
         norm_const = _sum(special.gammaln(alpha)) - special.gammaln(_sum(alpha))
-        return _sum(special.xlogy(a - 1, x), axis=0) - norm_const
+        out = _sum(special.xlogy(a - 1, x), axis=0) - norm_const
+        return out if bad is None else _where(bad, np.nan, out)
 
     def pdf(self, x: ArrayLike, alpha: ArrayLike) -> Tensor:
         """The density, ``exp(logpdf)``.
@@ -254,6 +327,31 @@ class _Dirichlet:
         Tensor(1.)
         """
         return _exp(self.logpdf(x, alpha))
+
+
+def _check_dirichlet(x: Any, alpha: Any) -> Any:
+    """SciPy's checks: every alpha > 0, and x a point of the simplex (components in [0, 1], 0 only where
+    alpha >= 1, summing to 1 within 1e-9, or 2 K ulps of x's dtype if that is more). A failed check
+    raises ValueError; inside ``vmap`` (where an example cannot raise alone) the result is the mask
+    of the points to make nan, else None."""
+    with np.errstate(invalid="ignore"):
+        total = np.sum(x, axis=0)
+        tol = max(1e-9, 2 * x.shape[0] * float(np.finfo(x.dtype).eps))
+        faults = [
+            (np.any(alpha <= 0, axis=0), lambda: f"every alpha must be > 0, got {np.ravel(alpha)}"),
+            (np.any((x < 0) | (x > 1), axis=0), lambda: "each component of x must be in [0, 1] (x is a point of "
+             f"the simplex), got values from {np.nanmin(x)} to {np.nanmax(x)}"),
+            (np.any((x == 0) & (alpha < 1), axis=0), lambda: "a component of x is 0 where its alpha is < 1 (the "
+             "density is infinite there)"),
+            (np.abs(total - 1) > tol, lambda: "x must lie on the simplex (its components along the first axis "
+             f"sum to 1), but they sum to {total}"),
+        ]
+        if getattr(x, "_lp_batched", False) or getattr(alpha, "_lp_batched", False):
+            return faults[0][0] | faults[1][0] | faults[2][0] | faults[3][0]
+        for where, message in faults:
+            if np.any(where):
+                raise ValueError(f"stats.dirichlet.logpdf: {message()}")
+    return None
 
 
 class _Poisson:
@@ -265,12 +363,15 @@ class _Poisson:
         >>> poisson.logpmf(0, 2.0)
         Tensor(-2.)
         """
-        k = _t(k) - loc
-        raw = _value(k)
+        kk = _t(k) - loc
+        mu_ = _t(mu)
+        valid = _value(mu_) >= 0
+        raw = _value(kk)
         inside = (raw >= 0) & (raw == np.floor(raw))
-        k = _safe(k, inside, 0.0)
-        out = special.xlogy(k, mu) - special.gammaln(k + 1) - mu
-        return _inside(inside, out)
+        mu_ = _stand_in(mu_, valid, 1.0)
+        safe = _safe(kk, inside, 0.0)
+        out = special.xlogy(safe, mu_) - special.gammaln(safe + 1) - mu_
+        return _checked(_inside(inside, out), valid, kk, k, mu, loc)
 
     def pmf(self, k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Tensor:
         """The probability, ``exp(logpmf)``.
@@ -290,12 +391,15 @@ class _Bernoulli:
         >>> bernoulli.logpmf(1, 0.25)
         Tensor(-1.38629436)
         """
-        k = _t(k) - loc
-        raw = _value(k)
+        kk = _t(k) - loc
+        p_ = _t(p)
+        valid = (_value(p_) >= 0) & (_value(p_) <= 1)
+        raw = _value(kk)
         inside = (raw == 0) | (raw == 1)
-        k = _safe(k, inside, 0.0)
-        out = special.xlogy(k, p) + special.xlog1py(1 - k, -_t(p))
-        return _inside(inside, out)
+        p_ = _stand_in(p_, valid, 0.5)
+        safe = _safe(kk, inside, 0.0)
+        out = special.xlogy(safe, p_) + special.xlog1py(1 - safe, -p_)
+        return _checked(_inside(inside, out), valid, kk, k, p, loc)
 
     def pmf(self, k: ArrayLike, p: ArrayLike, loc: ArrayLike = 0) -> Tensor:
         """The probability, ``exp(logpmf)``.

@@ -119,6 +119,59 @@ def test_save_respects_the_umask_and_keeps_the_permissions_it_replaces(tmp_path)
     assert lp.load(tmp_path / "kept.npz") == [1.0]
 
 
+def test_a_read_only_file_is_not_replaced(tmp_path):
+    path = tmp_path / "best.npz"
+    lp.save(path, {"w": np.ones(3)})
+    good = path.read_bytes()
+    os.chmod(path, 0o444)  # (no write bit for anyone: refused for root too, whom open() would let through)
+    try:
+        with pytest.raises(PermissionError, match="best.npz' is read-only.*chmod u\\+w"):
+            lp.save(path, {"w": np.zeros(3)})
+        assert path.read_bytes() == good and os.listdir(tmp_path) == ["best.npz"]
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o444
+    finally:
+        os.chmod(path, 0o644)
+    lp.save(path, {"w": np.zeros(3)})  # writable again: replaced
+    assert lp.load(path)["w"].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_file_writable_by_its_owner_only_is_refused_to_others(tmp_path, monkeypatch):
+    path = tmp_path / "theirs.npz"
+    lp.save(path, [1.0])
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)  # as another user, not its owner, sees it
+    with pytest.raises(PermissionError, match="read-only"):
+        lp.save(path, [2.0])
+    monkeypatch.undo()
+    assert lp.load(path) == [1.0]
+
+
+def test_saving_to_a_symbolic_link_writes_through_it(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    lp.save(run / "step100.npz", {"step": 100})
+    os.symlink(os.path.join("run", "step100.npz"), tmp_path / "latest.npz")  # relative, as `ln -s` makes it
+    os.symlink("latest.npz", tmp_path / "newest.npz")  # a link to the link
+    os.chmod(run / "step100.npz", 0o640)
+    lp.save(tmp_path / "newest.npz", {"step": 200})
+    assert os.path.islink(tmp_path / "latest.npz") and os.path.islink(tmp_path / "newest.npz")
+    assert lp.load(run / "step100.npz") == {"step": 200} and lp.load(tmp_path / "latest.npz") == {"step": 200}
+    assert stat.S_IMODE(os.stat(run / "step100.npz").st_mode) == 0o640
+    assert sorted(os.listdir(run)) == ["step100.npz"]  # the temporary file was beside the target
+    os.symlink(os.path.join("run", "next.npz"), tmp_path / "dangling.npz")  # a link to no file yet: made
+    lp.save(tmp_path / "dangling.npz", [1])
+    assert lp.load(run / "next.npz") == [1] and os.path.islink(tmp_path / "dangling.npz")
+    os.symlink("loop_b", tmp_path / "loop_a")
+    os.symlink("loop_a", tmp_path / "loop_b")
+    with pytest.raises(OSError, match="loop of symbolic links"):
+        lp.save(tmp_path / "loop_a", [1])
+    os.chmod(run / "step100.npz", 0o444)
+    try:
+        with pytest.raises(PermissionError, match="step100.npz' is read-only"):
+            lp.save(tmp_path / "latest.npz", {"step": 300})
+    finally:
+        os.chmod(run / "step100.npz", 0o644)
+
+
 def test_a_failed_save_leaves_no_temporary_file(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise OSError("disk full")
@@ -221,6 +274,99 @@ def test_malformed_headers_and_leaf_records_are_checkpoint_errors(tmp_path):
     for members in cases:
         with pytest.raises(CheckpointError):
             _loads(tmp_path, _zip(members))
+
+
+def _members(data):
+    zf = zipfile.ZipFile(io.BytesIO(data))
+    return {n: zf.read(n) for n in zf.namelist()}
+
+
+def _header_of(data):
+    raw = np.lib.format.read_array(io.BytesIO(_members(data)["__leanpass__.npy"]))
+    return json.loads(raw.tobytes().decode())
+
+
+def _with_header(data, header):
+    members = _members(data)
+    members["__leanpass__.npy"] = _npy(np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
+    return _zip(members)
+
+
+def test_a_sequential_whose_settings_do_not_fit_its_children(tmp_path):
+    model = nn.Sequential(nn.Linear(2, 3, rng=0), nn.relu, nn.Linear(3, 2, rng=1))
+    good = _good_bytes(tmp_path, model)
+    header = _header_of(good)
+    metas = [
+        {"tuple": [None, {"fn": "relu"}]},  # one module listed, two in the file (was a RuntimeError)
+        {"tuple": [None, {"fn": "relu"}, None, None]},  # three listed, two in the file (was a RuntimeError)
+        {"list": [None, {"fn": "relu"}, None]},  # (a list: flattening gives a tuple)
+        "ab",  # (was a Sequential of the layers "a" and "b")
+        {"tuple": [None, 3, None]},  # a layer that is not callable
+        None,
+    ]
+    for meta in metas:
+        header["structure"]["meta"] = meta
+        with pytest.raises(CheckpointError, match="Sequential at the root"):
+            _loads(tmp_path, _with_header(good, header))
+    header["structure"]["children"] = header["structure"]["children"][:1]  # fewer children than listed
+    header["structure"]["meta"] = {"tuple": [None, {"fn": "relu"}]}
+    header["leaves"] = header["leaves"][:2]
+    assert len(_loads(tmp_path, _with_header(good, header)).layers) == 2  # consistent: a smaller Sequential
+
+
+def test_a_module_whose_settings_do_not_fit_its_fields(tmp_path):
+    good = _good_bytes(tmp_path, {"m": nn.LayerNorm(3)})
+    header = _header_of(good)
+    node = header["structure"]["dict"][0][1]
+    node["meta"] = {"tuple": node["meta"]["tuple"] + [1.0]}  # one setting more than the class has
+    with pytest.raises(CheckpointError, match="LayerNorm at \\['m'\\] in the file does not rebuild as written"):
+        _loads(tmp_path, _with_header(good, header))
+    node["meta"] = {"tuple": []}
+    with pytest.raises(CheckpointError):
+        _loads(tmp_path, _with_header(good, header))
+
+
+@pytest.mark.parametrize(("name", "field", "value"), [
+    ("MT19937", ("state", "pos"), 10**8),  # NumPy accepts these, and its next draw reads outside memory
+    ("Philox", ("buffer_pos",), -10**8),
+    ("Philox", ("buffer_pos",), 5),
+    ("PCG64", ("state", "state"), 2**128),
+    ("PCG64", ("has_uint32",), 2),
+    ("SFC64", ("uinteger",), -1),
+    ("PCG64", ("has_uint32",), True),
+    ("PCG64", ("has_uint32",), 0.5),
+])
+def test_a_generator_state_out_of_range_is_refused(tmp_path, name, field, value):
+    good = _good_bytes(tmp_path, {"rng": np.random.Generator(getattr(np.random, name)(0))})
+    header = _header_of(good)
+    node = header["leaves"][0]["state"]
+    for key in field[:-1]:
+        node = node["dict"][key]
+    node["dict"][field[-1]] = value
+    with pytest.raises(CheckpointError, match=r"generator at \['rng'\] has .*state"):
+        _loads(tmp_path, _with_header(good, header))
+
+
+def test_malformed_generator_records_are_checkpoint_errors(tmp_path):
+    good = _good_bytes(tmp_path, {"rng": np.random.Generator(np.random.MT19937(0))})
+    edits = [
+        lambda info: info.update(bit_generator="os.system"),
+        lambda info: info.update(bit_generator="PCG64"),  # a state of another generator's layout
+        lambda info: info["state"]["dict"]["state"]["dict"]["key"].update(array=[1, 2, 3]),
+        lambda info: info["state"]["dict"]["state"]["dict"]["key"].update(dtype="<u8"),
+        lambda info: info["state"]["dict"]["state"]["dict"]["key"]["array"].__setitem__(0, 2**40),
+        lambda info: info["state"]["dict"].update(extra=1),
+        lambda info: info.update(state=[]),
+        lambda info: info["seed_seq"].update(pool_size=10**12),  # would allocate 4 TB
+        lambda info: info["seed_seq"].update(entropy="0x-1"),
+        lambda info: info["seed_seq"].update(spawn_key=[-1]),
+        lambda info: info.update(seed_seq=[]),
+    ]
+    for edit in edits:
+        header = _header_of(good)
+        edit(header["leaves"][0])
+        with pytest.raises(CheckpointError, match=r"generator at \['rng'\]|rebuilt"):
+            _loads(tmp_path, _with_header(good, header))
 
 
 def test_deeply_nested_json_is_a_checkpoint_error(tmp_path):
@@ -336,3 +482,66 @@ def test_fuzz_crafted_headers(tmp_path_factory, structure, leaves, kinds):
     for i, kind in enumerate(kinds[: len(leaves)]):
         members[f"leaf_{i}.npy"] = _npy(np.zeros(2, dtype=kind))
     _must_fail_cleanly(tmp_path_factory.mktemp("f"), _zip(members))
+
+
+# Mutations of a real header: a value replaced by another (from a pool of troublemakers, or a piece of
+# the header itself), a key or element deleted, an element repeated. Loading the result, with or
+# without a template, either works or raises CheckpointError; nothing else escapes.
+def _rich_tree():
+    model = nn.Sequential(nn.Linear(2, 3, rng=0), nn.relu, nn.LayerNorm(3), nn.Linear(3, 2, rng=1))
+    return {"model": model, "opt": optim.adam().init(model), "step": 7, "big": 2**90, "name": "run",
+            "rngs": [np.random.default_rng(3), np.random.Generator(np.random.MT19937(1)),
+                     np.random.Generator(np.random.Philox(2))], "misc": [1.5, None, (True, np.float32(2.0))]}
+
+
+_POOL = [None, True, False, -1, 0, 1, 2, 3, 5, 624, 2**64, 2**128, -2**63, 1.5, float("nan"), "", "x", "relu",
+         "leanpass.nn.Sequential", "leanpass.nn.Linear", "leanpass.optim._State", "PCG64", "MT19937", "Tensor",
+         "int", "Generator", "0x-5", [], {}, [None], {"leaf": 0}, {"none": True}, {"tuple": []}, {"list": [None]},
+         {"fn": "relu"}, {"treedef": {"leaf": 0}}, {"dict": {}}, {"array": [1], "dtype": "<u4", "shape": [1]}]
+
+
+def _spots(node, spots, depth=0):
+    """(container, key) of every value in a JSON tree (long lists: their ends only)."""
+    if isinstance(node, dict):
+        for key in list(node):
+            spots.append((node, key))
+            _spots(node[key], spots, depth + 1)
+    elif isinstance(node, list):
+        keys = range(len(node)) if len(node) <= 6 else [0, 1, len(node) - 1]
+        for key in keys:
+            spots.append((node, key))
+            _spots(node[key], spots, depth + 1)
+    return spots
+
+
+_RICH: dict[str, bytes] = {}
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_fuzz_mutated_headers(tmp_path_factory, data):
+    d = tmp_path_factory.mktemp("m")
+    if not _RICH:
+        _RICH["b"] = _good_bytes(d, _rich_tree())
+    good = _RICH["b"]
+    header = _header_of(good)
+    for _ in range(data.draw(st.integers(1, 3))):
+        spots = _spots(header, [])
+        node, key = spots[data.draw(st.integers(0, len(spots) - 1))]
+        action = data.draw(st.sampled_from(["pool", "copy", "delete", "repeat"]))
+        if action == "pool":
+            node[key] = json.loads(json.dumps(data.draw(st.sampled_from(_POOL))))
+        elif action == "copy":
+            other, other_key = spots[data.draw(st.integers(0, len(spots) - 1))]
+            node[key] = json.loads(json.dumps(other[other_key]))
+        elif action == "delete":
+            del node[key]
+        elif isinstance(node, list):
+            node.insert(key, json.loads(json.dumps(node[key])))
+    raw = _with_header(good, header)
+    for like in (None, _rich_tree()):
+        try:
+            back = _loads(d, raw, like=like)
+        except CheckpointError:
+            continue
+        lp.tree_flatten(back)  # what loads is a pytree

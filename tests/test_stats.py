@@ -89,7 +89,7 @@ def test_dirichlet() -> None:
     close(S.dirichlet.logpdf(x[:, 0], alpha), ss.dirichlet.logpdf(x[:, 0], alpha))
     close(S.dirichlet.logpdf(x[:2], alpha), ss.dirichlet.logpdf(x[:2], alpha))  # K - 1 components
     close(S.dirichlet.pdf(x, alpha), ss.dirichlet.pdf(x, alpha))
-    check_grads(S.dirichlet.logpdf, [x, alpha], order=2)
+    check_grads(S.dirichlet.logpdf, [x[:2], alpha], order=2)  # (K - 1 components: the differences stay on the simplex)
     with pytest.raises(ValueError, match="components"):
         S.dirichlet.logpdf(np.ones(5) / 5, alpha)
 
@@ -121,3 +121,139 @@ def test_outside_the_support_is_minus_inf_with_a_zero_gradient() -> None:
     assert lp.grad(lambda m: S.poisson.logpmf(-1.0, m))(2.0) == 0.0
     both = lp.grad(lambda a: S.beta.logpdf(np.array([1.5, 0.5]), a, 2.0).sum())(2.0)
     assert both == lp.grad(lambda a: S.beta.logpdf(0.5, a, 2.0))(2.0)
+
+
+# ----- parameter domains and supports: SciPy's rules -------------------------------------------------------
+# A parameter outside its domain (a scale or shape <= 0, a probability outside [0, 1], a Poisson mean < 0)
+# or a nan argument gives nan; an argument outside the support gives -inf; infinite values follow SciPy.
+EDGE = np.array([np.nan, np.inf, -np.inf, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, -0.5])
+
+
+def same(got: Any, want: Any) -> None:
+    got = np.asarray(got._data if isinstance(got, Tensor) else got)
+    want = np.asarray(want, dtype=float)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.array_equal(np.isnan(got), np.isnan(want)), "nan in different places"
+    fin = np.isfinite(want)
+    assert np.array_equal(got[~fin & ~np.isnan(want)], want[~fin & ~np.isnan(want)]), "different infinities"
+    assert np.allclose(got[fin], want[fin], rtol=1e-12, atol=1e-14)
+
+
+def grid(n: int) -> list[np.ndarray]:
+    """``n`` arrays of EDGE values that broadcast to every combination."""
+    return [EDGE.reshape((-1,) + (1,) * (n - 1 - i)) for i in range(n)]
+
+
+def _exp_of(f: Any) -> Any:
+    return lambda *args: np.exp(f(*args))
+
+
+# name: (LeanPass, SciPy, number of arguments). A density is exp(log-density) (SciPy's own pdf and logpdf
+# disagree at a few degenerate points: beta.pdf(0, 0.5, inf) is inf, its logpdf nan).
+CASES = {
+    **{f"norm.{m}": (getattr(S.norm, m), getattr(ss.norm, m), 3) for m in ("logpdf", "cdf", "logcdf", "sf", "logsf")},
+    "norm.pdf": (S.norm.pdf, _exp_of(ss.norm.logpdf), 3),
+    "t.logpdf": (S.t.logpdf, ss.t.logpdf, 4), "t.pdf": (S.t.pdf, _exp_of(ss.t.logpdf), 4),
+    "beta.logpdf": (S.beta.logpdf, ss.beta.logpdf, 5), "beta.pdf": (S.beta.pdf, _exp_of(ss.beta.logpdf), 5),
+    "gamma.logpdf": (S.gamma.logpdf, ss.gamma.logpdf, 4), "gamma.pdf": (S.gamma.pdf, _exp_of(ss.gamma.logpdf), 4),
+    "poisson.logpmf": (S.poisson.logpmf, ss.poisson.logpmf, 3),
+    "poisson.pmf": (S.poisson.pmf, _exp_of(ss.poisson.logpmf), 3),
+    "bernoulli.logpmf": (S.bernoulli.logpmf, ss.bernoulli.logpmf, 3),
+    "bernoulli.pmf": (S.bernoulli.pmf, _exp_of(ss.bernoulli.logpmf), 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_combination_of_edge_values_as_scipy(name: str) -> None:
+    ours, theirs, n = CASES[name]
+    args = grid(n)
+    with np.errstate(all="ignore"):
+        same(ours(*args), theirs(*args))
+
+
+def test_the_named_invalid_parameters() -> None:
+    assert np.isnan(S.poisson.logpmf(0.0, -1.0).item())  # (it gave 1.0)
+    assert np.isnan(S.bernoulli.logpmf(1, 1.5).item())  # (it gave 0.405)
+    with pytest.raises(ValueError, match="simplex"):  # (it gave 1.078)
+        S.dirichlet.logpdf([0.7, 0.7], [2.0, 2.0])
+    assert np.isnan(S.norm.logpdf(0.0, 0.0, -1.0).item()) and np.isnan(S.gamma.logpdf(1.0, 0.0).item())
+    assert S.t.logpdf(1.0, np.inf).item() == S.norm.logpdf(1.0).item()  # (df = inf: the normal; it gave nan)
+
+
+GRAD_CASES = [  # (function of its parameters, valid point, invalid points)
+    (lambda x, m, s: S.norm.logpdf(x, m, s), [0.3, 0.1, 1.2], [[0.3, 0.1, -1.0], [0.3, 0.1, 0.0], [np.nan, 0.1, 1.0]]),
+    (lambda x, m, s: S.norm.logcdf(x, m, s), [0.3, 0.1, 1.2], [[0.3, 0.1, -1.0]]),
+    (lambda x, d, s: S.t.logpdf(x, d, 0.0, s), [0.3, 3.0, 1.2], [[0.3, -3.0, 1.2], [0.3, 3.0, -1.0]]),
+    (lambda x, a, b: S.beta.logpdf(x, a, b), [0.3, 2.0, 3.0], [[0.3, -2.0, 3.0], [0.3, 2.0, 0.0], [1.5, -1.0, 2.0]]),
+    (lambda x, a, s: S.gamma.logpdf(x, a, scale=s), [1.3, 2.0, 1.5], [[1.3, -2.0, 1.5], [-1.0, 2.0, -1.5]]),
+    (lambda m: S.poisson.logpmf(3.0, m), [2.0], [[-1.0], [np.nan]]),
+    (lambda m: S.poisson.logpmf(-1.0, m), [2.0], [[-1.0]]),  # (outside the support, and invalid: nan)
+    (lambda p: S.bernoulli.logpmf(1.0, p), [0.3], [[1.5], [-0.5]]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GRAD_CASES)))
+def test_gradients_at_invalid_parameters_are_nan(case: int) -> None:
+    f, good, bads = GRAD_CASES[case]
+    n = len(good)
+    for order in (1, 2):
+        def derivative(*args: Any, order: int = order) -> Any:
+            g = lp.grad(lambda *a: f(*a), argnums=tuple(range(n)))
+            if order == 2:
+                g = lp.grad(lambda *a: sum(lp.grad(lambda *b: f(*b), argnums=tuple(range(n)))(*a)),
+                            argnums=tuple(range(n)))
+            return [float(v) for v in g(*args)]
+
+        assert all(np.isfinite(derivative(*good)))
+        for bad in bads:
+            assert np.isnan(float(f(*bad))), bad
+            assert all(np.isnan(derivative(*bad))), (bad, order, derivative(*bad))
+    # elementwise: an invalid scale in one place leaves the gradients of the others as they were
+    scales = np.array([1.2, -1.0, 2.0])
+    g = lp.grad(lambda m: S.norm.logpdf(0.3, m, scales).sum())(np.zeros(3))
+    assert np.isnan(g[1]) and np.allclose(g[[0, 2]], 0.3 / scales[[0, 2]] ** 2)
+
+
+def test_dirichlet_refuses_what_scipy_refuses() -> None:
+    alpha = np.array([2.0, 3.0, 0.5])
+    bad = {"simplex": ([0.3, 0.3, 0.3], alpha), r"in \[0, 1\]": ([1.2, -0.1, -0.1], alpha),
+           "0 where its alpha is < 1": ([0.5, 0.5, 0.0], alpha), "alpha must be > 0": ([0.2, 0.3, 0.5], [1, 0, 1]),
+           "one-dimensional": ([0.2, 0.8], [[1.0, 1.0]])}
+    for message, (x, a) in bad.items():
+        with pytest.raises(ValueError, match=message):
+            S.dirichlet.logpdf(np.array(x), np.array(a, dtype=float))
+        with pytest.raises(ValueError):
+            ss.dirichlet.logpdf(np.array(x), np.array(a, dtype=float))
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):  # K - 1 components summing past 1
+        S.dirichlet.logpdf(np.array([0.7, 0.6]), alpha)
+    close(S.dirichlet.logpdf(np.array([0.5, 0.5, 0.0]), np.array([2.0, 3.0, 1.0])),
+          ss.dirichlet.logpdf(np.array([0.5, 0.5, 0.0]), np.array([2.0, 3.0, 1.0])))
+    # float32 points of the simplex (their sum is 1 within float32's rounding, not within 1e-9)
+    x32 = rng.dirichlet(alpha, size=50).T.astype(np.float32)
+    assert np.abs(x32.sum(axis=0) - 1).max() > 1e-9
+    assert np.isfinite(S.dirichlet.logpdf(x32, alpha.astype(np.float32))._data).all()
+    # inside vmap an example cannot raise alone: its value is nan
+    got = lp.vmap(lambda a: S.dirichlet.logpdf(np.array([0.2, 0.3, 0.5]), a))(np.array([[1.0, 2.0, 3.0],
+                                                                                       [1.0, -2.0, 3.0]]))
+    assert np.isfinite(got[0]) and np.isnan(got[1])
+    assert np.isclose(got[0], ss.dirichlet.logpdf(np.array([0.2, 0.3, 0.5]), np.array([1.0, 2.0, 3.0])))
+
+
+def test_multivariate_normal_edges() -> None:
+    for cov in (np.nan, np.inf, np.array([[1.0, np.nan], [np.nan, 1.0]])):
+        with pytest.raises(ValueError, match="finite"):
+            S.multivariate_normal.logpdf(np.zeros(2), np.zeros(2), cov)
+        with pytest.raises(ValueError), np.errstate(all="ignore"):
+            ss.multivariate_normal.logpdf(np.zeros(2), np.zeros(2), cov)
+    for cov in (-1.0, 0.0, np.array([[1.0, 2.0], [2.0, 1.0]])):
+        with pytest.raises(ValueError):  # (LinAlgError is a ValueError; SciPy raises one too)
+            S.multivariate_normal.logpdf(np.zeros(2), np.zeros(2), cov)
+        with pytest.raises(ValueError):
+            ss.multivariate_normal.logpdf(np.zeros(2), np.zeros(2), cov)
+    # a point with an infinite coordinate has density 0, as norm.logpdf(inf) = -inf (SciPy's multivariate
+    # normal gives nan there: its whitening multiplies inf by 0); a nan coordinate gives nan
+    x = np.array([[np.nan, 0.0], [np.inf, 0.0], [np.inf, -np.inf], [np.inf, np.nan], [1.0, 2.0]])
+    got = S.multivariate_normal.logpdf(x, np.zeros(2), 1.0)
+    same(got, [np.nan, -np.inf, -np.inf, np.nan, ss.multivariate_normal.logpdf(x[4], np.zeros(2), 1.0)])
+    assert lp.grad(lambda m: S.multivariate_normal.logpdf(x[1:3], m, 1.0).sum())(np.zeros(2)).tolist() == [0.0, 0.0]
+    assert np.isnan(S.multivariate_normal.logpdf(np.zeros(2), np.array([np.nan, 0.0]), 1.0).item())

@@ -72,38 +72,46 @@ def _horner(coefs: list[float], w: Any) -> Any:
 
 
 # ----- gammaln --------------------------------------------------------------------------------------
-_SHIFT = 10  # the recurrence takes x below this up to at least this
+_SHIFT = 10  # the digamma recurrence takes x below this up to at least this
+_STIRLING_FROM = 13.0  # gammaln: the asymptotic series from here (below: the Taylor series and the recurrence)
 _STIRLING = [b / (2 * k * (2 * k - 1)) for k, b in enumerate(_B2K[:9], start=1)]
-_LGAMMA1 = [-_EULER] + [(-1) ** k * z / k for k, z in enumerate(_ZETA, start=2)]  # gammaln(1 + z) / z
+# gammaln(1 + z) / z = -gamma + sum (-1)**k zeta(k) z**(k-1) / k, to 56 terms (enough at |z| = 1/2);
+# beyond zeta(31), zeta(k) = 1 + 2**-k + 3**-k + 4**-k to double precision
+_ZETA_ALL = _ZETA + tuple(1 + 2.0 ** -k + 3.0 ** -k + 4.0 ** -k for k in range(32, 57))
+_LGAMMA1 = [-_EULER] + [(-1) ** k * z / k for k, z in enumerate(_ZETA_ALL, start=2)]
 
 
 def _gammaln_values(x: Any) -> Any:
     x = _float(x)
     neg = x < 0
     y = np.where(neg, 1 - x, x)  # >= 0
-    small = y < _SHIFT
-    z = np.where(small, y + _SHIFT, y)
-    prod: Any = 1.0
-    for k in range(_SHIFT):  # y (y + 1) ... (y + 9), where the recurrence applies
-        prod = prod * np.where(small, y + k, 1.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        zs = np.where(np.isfinite(z), z, 1e300)
-        w = 1 / (zs * zs)
-        stirling = (z - 0.5) * np.log(z) - z + _HALF_LOG_2PI + _horner(_STIRLING, w) / zs
-        pos = stirling - np.log(prod)
-        # near the zeros at 1 and 2: the Taylor series of gammaln(1 + t),
-        # with gammaln(2 + t) = gammaln(1 + t) + log1p(t)
-        t1 = np.where(np.abs(y - 1) < 0.25, y - 1, 0.0)
-        t2 = np.where(np.abs(y - 2) < 0.25, y - 2, 0.0)
-        near1 = t1 * _horner(_LGAMMA1, t1)
-        near2 = t2 * _horner(_LGAMMA1, t2) + np.log1p(t2)
-        pos = np.where(np.abs(y - 1) < 0.25, near1, np.where(np.abs(y - 2) < 0.25, near2, pos))
+        # below 13: gammaln(1 + t) by its Taylor series at |t| <= 1/2, taken there by the recurrence
+        # gammaln(y) = gammaln(y + 1) - log(y) (y < 1/2), or down by gammaln(y) = gammaln(y - 1) + log(y - 1)
+        # (y >= 5/2, to [3/2, 5/2)): sums of terms of one sign, so no cancellation near the zeros at 1 and 2
+        low, one = y < 0.5, (y >= 0.5) & (y < 1.5)
+        steps = np.where(y < _STIRLING_FROM, np.maximum(np.floor(y - 1.5), 0.0), 0.0)
+        t = np.where(low, y, np.where(one, y - 1, np.where(y < _STIRLING_FROM, y - 2 - steps, 0.0)))
+        series = t * _horner(_LGAMMA1, t)  # gammaln(1 + t)
+        prod: Any = 1.0
+        for k in range(1, int(_STIRLING_FROM - 1)):  # (y - 1) (y - 2) ... (y - steps)
+            prod = prod * np.where(k <= steps, y - k, 1.0)
+        taylor = np.where(low, series - np.log(y), np.where(one, series, series + np.log1p(t) + np.log(prod)))
+        zs = np.where(y >= _STIRLING_FROM, y, _STIRLING_FROM)
+        stirling = (y - 0.5) * np.log(y) - y + _HALF_LOG_2PI + _horner(_STIRLING, 1 / (zs * zs)) / zs
+        pos = np.where(y < _STIRLING_FROM, taylor, stirling)
         pos = np.where(y == np.inf, np.inf, pos) + 0.0  # (+ 0.0: no -0.0 at 1 and 2)
         # reflection: gammaln(x) = log(pi / |sin(pi x)|) - gammaln(1 - x), with sin reduced exactly
-        r = x - np.floor(np.where(neg, x, 0.0))
-        r = np.minimum(r, 1 - r)
-        reflected = math.log(math.pi) - np.log(np.sin(math.pi * r)) - pos
-        return np.where(neg, np.where(x == -np.inf, -np.inf, reflected), pos)
+        r = np.abs(_offset(np.where(neg, x, 0.5)))
+        log_sin = np.where(r < 1e-100, math.log(math.pi) + np.log(r), np.log(np.sin(math.pi * r)))
+        reflected = np.where(r == 0, np.inf, math.log(math.pi) - log_sin - pos)  # (the poles: every float < -2**52)
+        return np.where(neg, np.where(x == -np.inf, -np.inf, reflected), pos)  # (-inf at -inf, as SciPy)
+
+
+def _offset(x: Any) -> Any:
+    """``x - round(x)``, exactly (no rounding: it is representable): where ``x`` is in a period of
+    ``sin(pi x)`` and ``cot(pi x)``, without the loss of ``1 - (x - floor(x))`` near the poles."""
+    return x - np.round(x)
 
 
 # ----- digamma and polygamma ------------------------------------------------------------------------
@@ -119,6 +127,15 @@ def _cot_derivative_poly(n: int) -> list[int]:
             out[k + 2] -= c
         p = out
     return p
+
+
+# digamma near its positive zero x0: the Taylor series sum psi_k(x0) / k! (x - x0)**k (|x - x0| <= 0.15,
+# where the recurrence would cancel to nothing), with x0 in two parts so that x - x0 is exact
+_PSI_ROOT = (1.4616321449683622, 9.549995429965697e-17)
+_PSI_AT_ROOT = [0.0, 0.9676722454476212, -0.4427631689835921, 0.258499760955651, -0.16394270544240652,
+                0.10782405069126237, -0.07219956125645471, 0.04880428816414311, -0.03316112647484736,
+                0.022597648232218104, -0.01542476590494896, 0.010538791616612175, -0.007204534386356869,
+                0.004926781395729853, -0.003369801655439328, 0.002305126326734928, -0.0015769367714301972]
 
 
 def _polygamma_values(x: Any, n: int) -> Any:
@@ -141,21 +158,32 @@ def _polygamma_values(x: Any, n: int) -> Any:
         else:
             coefs = [b * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
                      for k, b in enumerate(_B2K, start=1)]
-            series = _horner(coefs, w) * w / zs ** n
-            big = sign * (math.factorial(n - 1) / zs ** n + math.factorial(n) / (2 * zs ** (n + 1)) + series)
+            inv = (1 / zs) ** n  # (not 1 / zs ** n: zs ** n overflows where the result is still a number)
+            series = _horner(coefs, w) * w * inv
+            big = sign * (math.factorial(n - 1) * inv + math.factorial(n) / 2 * inv / zs + series)
             big = np.where(z == np.inf, 0.0, big)
         pos = big + sign * math.factorial(n) * acc
-        # reflection: psi_n(x) = (-1)**n psi_n(1 - x) - pi d^n/dx^n cot(pi x)
-        r = x - np.floor(np.where(neg, x, 0.0))
-        flip = r > 0.5
-        c = 1 / np.tan(math.pi * np.where(flip, 1 - r, r))
-        c = np.where(flip, -c, c)  # cot(pi x)
+        if n == 0:
+            d = (y - _PSI_ROOT[0]) - _PSI_ROOT[1]
+            root = np.abs(d) <= 0.15
+            pos = np.where(root, _horner(_PSI_AT_ROOT, np.where(root, d, 0.0)), pos)
+        # reflection: psi_n(x) = (-1)**n psi_n(1 - x) - pi d^n/dx^n cot(pi x), at r = x - round(x)
+        # (the period); within 1e-100 of a pole, d^n/dx^n pi cot(pi x) is (-1)**n n! / r**(n + 1)
+        r = _offset(np.where(neg, x, 0.5))
+        half = np.abs(r) > 0.25  # (there cot(pi r) = tan(pi (1/2 - |r|)), exactly 0 at r = 1/2)
+        c = np.where(half, np.sign(r) * np.tan(math.pi * (0.5 - np.abs(r))), 1 / np.tan(math.pi * r))  # cot(pi x)
         dcot = math.pi ** (n + 1) * _horner([float(v) for v in _cot_derivative_poly(n)], c)
+        near = np.abs(r) < 1e-100
+        dcot = np.where(near, (-1.0) ** n * math.factorial(n) * (1 / np.where(near, r, 1.0)) ** (n + 1), dcot)
         reflected = (-1.0) ** n * pos - dcot
-        if n == 0:  # digamma: -inf at 0 (from above), nan at the negative integers, as SciPy
-            reflected = np.where(r == 0, np.nan, reflected)
-            return np.where(neg, reflected, np.where(x == 0, -np.inf, pos))
-        return np.where(neg, np.where(r == 0, np.inf if n % 2 else -np.inf, reflected), pos)  # as SciPy
+        pole = (r == 0) | (x == -np.inf)
+        if n == 0:  # digamma: nan at the negative integers and -inf; -inf at 0.0, inf at -0.0 (as SciPy)
+            out = np.where(neg, np.where(pole, np.nan, reflected), pos)
+            out = np.where(x == 0, np.where(np.signbit(x), np.inf, -np.inf), out)
+        else:  # at 0, the negative integers and -inf: inf for odd n, -inf for even n (as SciPy)
+            out = np.where(neg & ~pole, reflected, pos)
+            out = np.where(pole | (x == 0), np.inf if n % 2 else -np.inf, out)
+        return np.where(np.isnan(x), np.nan, out)
 
 
 # ----- erf, erfc, erfinv --------------------------------------------------------------------------
@@ -244,22 +272,36 @@ def _erfinv_values(y: Any) -> Any:
 _SQRT_HALF = math.sqrt(0.5)
 
 
+def _erfc_scaled(x: Any) -> Any:
+    """``erfc(x / sqrt(2))``, with its tail's ``exp(-x**2 / 2)`` split as in ``_exp_minus_square`` from
+    ``x`` itself: the rounding of ``x / sqrt(2)`` would cost ``x**2`` ulps (5e-14 at x = 33)."""
+    a = x * _SQRT_HALF
+    with np.errstate(over="ignore", invalid="ignore"):
+        ax = np.minimum(np.abs(x), 42.0)  # (beyond, erfc has long underflowed to 0)
+        hi = np.round(ax * 16) / 16
+        tail = (np.exp(-0.5 * hi * hi) * np.exp(-0.5 * (ax - hi) * (ax + hi))
+                / (_SQRT_PI * _erfc_fraction(ax * _SQRT_HALF)))
+        return np.where(np.abs(a) >= 1.5, np.where(x < 0, 2 - tail, tail), _erfc_values(a))
+
+
 def _log_ndtr_values(x: Any) -> Any:
     x = _float(x)
     with np.errstate(divide="ignore"):
         left = math.log(0.5) + log_erfc_values(-x * _SQRT_HALF)
-        right = np.log1p(-0.5 * _erfc_values(np.maximum(x, -1.0) * _SQRT_HALF))
+        right = np.log1p(-0.5 * _erfc_scaled(np.maximum(x, -1.0)))
         return np.where(x < -1, left, right)
 
 
 def _ndtr_values(x: Any) -> Any:
-    return 0.5 * _erfc_values(-_float(x) * _SQRT_HALF)
+    return 0.5 * _erfc_scaled(-_float(x))
 
 
 def _logit_values(p: Any) -> Any:
     p = _float(p)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(p) - np.log1p(-p)
+        s = 2 * p - 1  # (exact from 1/4 on): p / (1 - p) = (1 + s) / (1 - s), without cancellation near 1/2
+        middle = np.log1p(s) - np.log1p(-s)
+        return np.where(np.abs(s) <= 0.5, middle, np.log(p) - np.log1p(-p))
 
 
 # ----- the table -------------------------------------------------------------------------------------
@@ -428,20 +470,39 @@ def _x_log_jvp(plain: bool, ts: tuple[Any, Any], ans: Any, x: Any, y: Any) -> An
 # ----- betaln: log |B(a, b)|, stable when one argument is large -----------------------------------
 def _betaln_values(a: Any, b: Any) -> Any:
     a, b = _float(a), _float(b)
-    big, small = np.maximum(a, b), np.minimum(a, b)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        direct = _gammaln_values(a) + _gammaln_values(b) - _gammaln_values(a + b)
-        # big >= 10: gammaln(big) - gammaln(big + small) by Stirling, without the cancellation
-        bg = np.where(big >= _SHIFT, big, _SHIFT)
-        sm = np.where(big >= _SHIFT, small, 1.0)
-        total = bg + sm
+        pole_a, pole_b = (a <= 0) & (a == np.floor(a)), (b <= 0) & (b == np.floor(b))  # (-inf too)
+        # a pole (0, -1, -2, ...) of one: B is a ratio of poles where the other is an integer n with
+        # a + n <= 0, whose limit is B(1 - a - n, n) (as SciPy); else infinite, and so at two poles
+        p, n = np.where(pole_a, a, b), np.where(pole_a, b, a)
+        limit = (pole_a != pole_b) & (n == np.floor(n)) & (1 - p - n > 0) & (p > -2.0**31)
+        out = _betaln_regular(np.where(limit, 1 - p - n, a), np.where(limit, n, b))
+        out = np.where((pole_a | pole_b) & ~limit, np.inf, out)
+        # +inf and a finite b: B -> 0 for b > 0, -> inf for b < 0 (nan for both infinite, as SciPy)
+        out = np.where(a == np.inf, np.where(b > 0, -np.inf, np.inf), out)
+        out = np.where(b == np.inf, np.where(a > 0, -np.inf, np.inf), out)
+        out = np.where((a == np.inf) & (b == np.inf), np.nan, out)
+        out = np.where(pole_a | pole_b, np.where(limit, out, np.inf), out)  # (-inf with +inf: inf, as SciPy)
+        return np.where(np.isnan(a) | np.isnan(b), np.nan, out)
 
-        def correction(z: Any) -> Any:
-            return _horner(_STIRLING, 1 / (z * z)) / z
 
-        stable = (_gammaln_values(sm) - (bg - 0.5) * np.log1p(sm / bg) - sm * np.log(total) + sm
-                  + correction(bg) - correction(total))
-        return np.where((big >= _SHIFT) & (small > 0), stable, direct)
+def _betaln_regular(a: Any, b: Any) -> Any:
+    """``log |B(a, b)|`` away from the poles: from ``gammaln``, by Stirling where ``a`` or ``b`` is large."""
+    big, small = np.maximum(a, b), np.minimum(a, b)
+    ga, gb = _gammaln_values(a), _gammaln_values(b)
+    direct = ga + gb - _gammaln_values(a + b)
+    # big >= 10 and big + small >= 10: gammaln(big) - gammaln(big + small) by Stirling, without the cancellation
+    region = (big >= _SHIFT) & (big + small >= _SHIFT) & np.isfinite(big)
+    bg = np.where(region, big, _SHIFT)
+    sm = np.where(region, small, 1.0)
+    total = bg + sm
+
+    def correction(z: Any) -> Any:
+        return _horner(_STIRLING, 1 / (z * z)) / z
+
+    stable = (np.where(a < b, ga, gb) - (bg - 0.5) * np.log1p(sm / bg) - sm * np.log(total) + sm
+              + correction(bg) - correction(total))
+    return np.where(region, stable, direct)
 
 
 def betaln(a: Any, b: Any) -> tuple[Any, Any]:
