@@ -118,6 +118,8 @@ def check_conv(xshape: tuple[int, ...], wshape: tuple[int, ...], groups: int, wh
         raise ValueError(f"{where}: the weight must have 4 axes, got shape {wshape}")
     if not isinstance(groups, (int, np.integer)) or groups < 1:
         raise ValueError(f"{where}: groups must be an int >= 1, got {groups!r}")
+    if min(wshape[2:]) < 1:
+        raise ValueError(f"{where}: the kernel must be at least 1x1, got a weight of shape {wshape}")
     c = xshape[1]
     if c % groups or wshape[0] % groups:
         raise ValueError(
@@ -353,13 +355,15 @@ def _conv_t_phases(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilatio
 
 def _nhwc_rows(g: Any) -> Any:
     """``(N, C, H, W)`` as the matrix ``(N*H*W, C)`` (a view when the data is channels-last)."""
-    return np.transpose(g, (0, 2, 3, 1)).reshape(-1, g.shape[1])
+    n, c, h, w = g.shape
+    return np.transpose(g, (0, 2, 3, 1)).reshape(n * h * w, c)  # (-1 fails on no values)
 
 
 def _wgrad_cols(cols: Any, g: Any, wshape: tuple[int, ...], groups: int, rows: Any = None) -> Any:
     """The weight gradient from the forward's columns: ``cols^T @ g`` per group (``rows``: g as ``_nhwc_rows``)."""
     o, cg, kh, kw = wshape
-    gm = (_nhwc_rows(g) if rows is None else rows).reshape(-1, groups, o // groups)
+    gm = _nhwc_rows(g) if rows is None else rows
+    gm = gm.reshape(gm.shape[0], groups, o // groups)
     dw = np.matmul(np.swapaxes(cols, 1, 2), np.swapaxes(gm, 0, 1))  # (g, kH*kW*C/g, O/g)
     return dw.reshape(groups, kh, kw, cg, o // groups).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
 
@@ -814,6 +818,8 @@ def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
         raise ValueError(f"{where}: the input must have 3 axes (N, C, L), got shape {np.shape(xr)}")
     if np.ndim(wr) != 3:
         raise ValueError(f"{where}: the weight must have 3 axes (C_out, C_in/groups, K), got shape {np.shape(wr)}")
+    if np.shape(wr)[2] < 1:
+        raise ValueError(f"{where}: the kernel must have at least 1 tap, got a weight of shape {np.shape(wr)}")
     if isinstance(padding, str):
         pad2: Any = padding
     elif isinstance(padding, (tuple, list)):
