@@ -35,7 +35,7 @@ from . import convolution as conv
 from . import ops
 from .data import _generator as _check_rng
 from .functional.norms import batch_statistics
-from .nn import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set
+from .nn import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
 from .tensor import ArrayLike, Tensor
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm"]
@@ -43,7 +43,7 @@ __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Fla
 
 def _he(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int, dt: np.dtype[Any]) -> Tensor:
     """He normal ``N(0, 2 / fan_in)``, with the fan-in of a convolution's kernel."""
-    return Tensor(rng.standard_normal(shape) * math.sqrt(2.0 / fan_in), dtype=dt)
+    return Tensor(rng.standard_normal(shape) * math.sqrt(2.0 / max(fan_in, 1)), dtype=dt)  # (0: an empty weight)
 
 
 def _ints(v: Any, n: int) -> Any:
@@ -53,9 +53,22 @@ def _ints(v: Any, n: int) -> Any:
     return tuple(int(p) for p in v) if len(v) == n else v
 
 
-def _check_channels(where: str, cin: int, cout: int, groups: int) -> None:
-    if groups < 1 or cin % groups or cout % groups:
+def _channels(where: str, in_channels: Any, out_channels: Any, groups: Any) -> tuple[int, int, int]:
+    """``(in, out, groups)`` as ints: channels >= 0 (0 builds an empty weight, as in PyTorch), groups dividing both."""
+    cin, cout = _size(in_channels, "in_channels", where), _size(out_channels, "out_channels", where)
+    groups = _size(groups, "groups", where, 1)
+    if cin % groups or cout % groups:
         raise ValueError(f"{where}: groups={groups} must divide in_channels ({cin}) and out_channels ({cout})")
+    return cin, cout, groups
+
+
+def _kernel(where: str, kernel_size: Any) -> tuple[int, int]:
+    """An int or a pair as ``(kH, kW)``, each at least 1."""
+    pair = (kernel_size, kernel_size) if isinstance(kernel_size, (int, np.integer)) else tuple(kernel_size)
+    if len(pair) != 2:
+        raise ValueError(f"{where}: kernel_size must be an int or a pair of ints, got {kernel_size!r}")
+    kh, kw = (_size(k, "kernel_size", where, 1) for k in pair)
+    return kh, kw
 
 
 @dataclass(frozen=True, repr=False, init=False, eq=False)
@@ -84,10 +97,9 @@ class Conv2d(Module):
                  rng: np.random.Generator | int, dtype: DTypeLike = np.float32) -> None:
         rng = _check_rng(rng, "Conv2d")
         dt = _float_dtype(dtype, "Conv2d")
-        cin, cout, groups = int(in_channels), int(out_channels), int(groups)
-        _check_channels("Conv2d", cin, cout, groups)
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, (int, np.integer)) else kernel_size
-        w = _he(rng, (cout, cin // groups, int(kh), int(kw)), cin // groups * int(kh) * int(kw), dt)
+        cin, cout, groups = _channels("Conv2d", in_channels, out_channels, groups)
+        kh, kw = _kernel("Conv2d", kernel_size)
+        w = _he(rng, (cout, cin // groups, kh, kw), cin // groups * kh * kw, dt)
         _set(self, weight=w, bias=Tensor(np.zeros(cout, dtype=dt)) if bias else None, stride=_ints(stride, 2),
              padding=_ints(padding, 2), dilation=_ints(dilation, 2), groups=groups)
 
@@ -128,8 +140,8 @@ class Conv1d(Module):
                  dtype: DTypeLike = np.float32) -> None:
         rng = _check_rng(rng, "Conv1d")
         dt = _float_dtype(dtype, "Conv1d")
-        cin, cout, groups, k = int(in_channels), int(out_channels), int(groups), int(kernel_size)
-        _check_channels("Conv1d", cin, cout, groups)
+        cin, cout, groups = _channels("Conv1d", in_channels, out_channels, groups)
+        k = _size(kernel_size, "kernel_size", "Conv1d", 1)
         w = _he(rng, (cout, cin // groups, k), cin // groups * k, dt)
         _set(self, weight=w, bias=Tensor(np.zeros(cout, dtype=dt)) if bias else None, stride=int(stride),
              padding=_ints(padding, 2), dilation=int(dilation), groups=groups)
@@ -168,10 +180,9 @@ class ConvTranspose2d(Module):
                  *, rng: np.random.Generator | int, dtype: DTypeLike = np.float32) -> None:
         rng = _check_rng(rng, "ConvTranspose2d")
         dt = _float_dtype(dtype, "ConvTranspose2d")
-        cin, cout, groups = int(in_channels), int(out_channels), int(groups)
-        _check_channels("ConvTranspose2d", cin, cout, groups)
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, (int, np.integer)) else kernel_size
-        w = _he(rng, (cin, cout // groups, int(kh), int(kw)), cout // groups * int(kh) * int(kw), dt)
+        cin, cout, groups = _channels("ConvTranspose2d", in_channels, out_channels, groups)
+        kh, kw = _kernel("ConvTranspose2d", kernel_size)
+        w = _he(rng, (cin, cout // groups, kh, kw), cout // groups * kh * kw, dt)
         _set(self, weight=w, bias=Tensor(np.zeros(cout, dtype=dt)) if bias else None, stride=_ints(stride, 2),
              padding=_ints(padding, 2), output_padding=_ints(output_padding, 2), dilation=_ints(dilation, 2),
              groups=groups)
@@ -285,7 +296,7 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, *,
                  dtype: DTypeLike = np.float32) -> None:
         dt = _float_dtype(dtype, "GroupNorm")
-        c = int(num_channels)
+        c = _size(num_channels, "num_channels", "GroupNorm")
         if num_groups < 1 or c % num_groups:
             raise ValueError(f"GroupNorm: num_groups={num_groups} must divide num_channels ({c})")
         _set(self, weight=Tensor(np.ones(c, dtype=dt)) if affine else None,
@@ -336,7 +347,7 @@ class BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True, *,
                  axis: int = 1, dtype: DTypeLike = np.float32) -> None:
         dt = _float_dtype(dtype, "BatchNorm")
-        c = int(num_features)
+        c = _size(num_features, "num_features", "BatchNorm")
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"BatchNorm: momentum must be in [0, 1], got {momentum}")
         _set(self, weight=Tensor(np.ones(c, dtype=dt)) if affine else None,
@@ -371,10 +382,16 @@ class BatchNorm(Module):
         if c != self.num_features:
             raise ValueError(f"BatchNorm({self.num_features}): the input has {c} channels on axis {self.axis} "
                              f"(shape {np.shape(data)})")
+        for key in ("mean", "var"):
+            if np.shape(state[key]) != (c,):
+                raise ValueError(f"BatchNorm({c}): the state's running {key} should have shape ({c},), got "
+                                 f"{np.shape(state[key])}; is it another layer's state? Build it with init_state()")
         if train:
             y = conv.batch_norm(x, self.weight, self.bias, axis=axis, eps=self.eps)
-            mean, var = batch_statistics(data, axis)
             count = math.prod(np.shape(data)) // max(c, 1)
+            if count == 0:  # an empty batch says nothing about the statistics: they stay (as in PyTorch)
+                return y, {"mean": state["mean"], "var": state["var"]}
+            mean, var = batch_statistics(data, axis)
             var = var * (count / max(count - 1, 1))
             m = self.momentum
             new = {"mean": (1 - m) * state["mean"] + m * mean, "var": (1 - m) * state["var"] + m * var}

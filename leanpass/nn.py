@@ -86,11 +86,23 @@ def _activation_name(activation: str | Callable[[Any], Any]) -> str:
 
 # ----- initialisers ------------------------------------------------------------------------------
 def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
+    """``(fan_in, fan_out)``, each at least 1 (a shape with a 0 holds no numbers to scale)."""
     if len(shape) < 2:
-        n = shape[0] if shape else 1
+        n = max(shape[0] if shape else 1, 1)
         return n, n
     receptive = math.prod(shape[:-2])
-    return shape[-2] * receptive, shape[-1] * receptive
+    return max(shape[-2] * receptive, 1), max(shape[-1] * receptive, 1)
+
+
+def _size(v: Any, name: str, where: str, low: int = 0) -> int:
+    """A layer's size argument as an int of at least ``low`` (0 builds an empty layer, as in PyTorch)."""
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{where}: {name} must be an int, got {v!r}") from None
+    if n < low:
+        raise ValueError(f"{where}: {name} must be >= {low}, got {n}")
+    return n
 
 
 def _float_dtype(dtype: DTypeLike, where: str) -> np.dtype[Any]:
@@ -394,8 +406,9 @@ class Linear(Module):
                  dtype: DTypeLike = np.float32) -> None:
         rng = _check_rng(rng, "Linear")
         dt = _float_dtype(dtype, "Linear")
-        w = _initialiser(init)(rng, (int(in_features), int(out_features)), dt)
-        _set(self, weight=w, bias=zeros(None, (int(out_features),), dt) if bias else None)
+        fan_in, fan_out = _size(in_features, "in_features", "Linear"), _size(out_features, "out_features", "Linear")
+        w = _initialiser(init)(rng, (fan_in, fan_out), dt)
+        _set(self, weight=w, bias=zeros(None, (fan_out,), dt) if bias else None)
 
     @property
     def in_features(self) -> int:
@@ -583,7 +596,8 @@ class Embedding(Module):
                  dtype: DTypeLike = np.float32) -> None:
         rng = _check_rng(rng, "Embedding")
         dt = _float_dtype(dtype, "Embedding")
-        _set(self, weight=Tensor(rng.standard_normal((int(num_embeddings), int(dim))), dtype=dt))
+        shape = (_size(num_embeddings, "num_embeddings", "Embedding"), _size(dim, "dim", "Embedding"))
+        _set(self, weight=Tensor(rng.standard_normal(shape), dtype=dt))
 
     def __call__(self, indices: ArrayLike) -> Tensor:
         """The rows of ``weight`` at integer ``indices`` (any shape): shape ``indices.shape + (dim,)``."""
@@ -618,8 +632,8 @@ class LayerNorm(Module):
 
     def __init__(self, dim: int, *, eps: float = 1e-5, dtype: DTypeLike = np.float32) -> None:
         dt = _float_dtype(dtype, "LayerNorm")
-        _set(self, weight=Tensor(np.ones(int(dim), dtype=dt)), bias=Tensor(np.zeros(int(dim), dtype=dt)),
-             eps=float(eps))
+        n = _size(dim, "dim", "LayerNorm")
+        _set(self, weight=Tensor(np.ones(n, dtype=dt)), bias=Tensor(np.zeros(n, dtype=dt)), eps=float(eps))
 
     def __call__(self, x: ArrayLike) -> Tensor:
         """Normalise ``x`` of shape ``(..., dim)`` over its last axis."""

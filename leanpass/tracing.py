@@ -632,14 +632,14 @@ class _Trace:
         if seen is not None:  # the same test of the same value (nothing wrote into it since): no new guard
             if not any(self.storage[x._id] in ins.writes for ins in self.instrs[seen[0]:]):
                 return seen[1]
-        if self.strict:
+        if self.strict and kind != "choice":  # (a choice among algorithms that compute the same values is kept)
             raise ConcretizationError(
                 f"{self.where}(strict=True): {what} (shape {np.shape(v)}, dtype {np.result_type(v)}). Its "
                 "value changes from call to call, so it cannot be fixed in the traced program. Keep the "
                 "computation in NumPy operations (np.where instead of if, for example), pass the value as a "
                 "static argument (static_argnums), or drop strict=True to have jit re-check it at every call"
             )
-        if kind == "bool":
+        if kind in ("bool", "choice"):
             value: Any = bool(v)
             check = f"{'not ' if value else ''}v{x._id}"
         elif kind in ("int", "index"):

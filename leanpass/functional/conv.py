@@ -10,8 +10,9 @@ Layouts are PyTorch's: ``x`` is ``(N, C, H, W)``, a convolution's weight ``(C_ou
 kH, kW)``, a transposed convolution's ``(C_in, C_out / groups, kH, kW)``. Inside, the arithmetic runs
 channels-last: the padded input is one NHWC copy, its windows one strided view, and the product one
 BLAS matrix multiplication (im2col); wide 3x3 stride-1 layers use Winograd's F(4x4, 3x3), which needs
-a quarter of the multiplications. Outputs are NCHW views of NHWC arrays, so the next layer's NHWC
-view costs nothing. The input gradient is chosen per shape too: Winograd's transposed transforms,
+a quarter of the multiplications, where the values are finite and within range (``_in_range``).
+Outputs are NCHW views of NHWC arrays, so the next layer's NHWC view costs nothing. The input
+gradient is chosen per shape too: Winograd's transposed transforms,
 col2im (one product, then each kernel tap's share added in) for strided layers and those with few
 input channels, otherwise a convolution of the padded gradient with the flipped kernel. On plain
 arrays, temporaries go into reused buffers (``_scratch``); under ``jit`` the same algorithms write into
@@ -117,6 +118,8 @@ def check_conv(xshape: tuple[int, ...], wshape: tuple[int, ...], groups: int, wh
         raise ValueError(f"{where}: the weight must have 4 axes, got shape {wshape}")
     if not isinstance(groups, (int, np.integer)) or groups < 1:
         raise ValueError(f"{where}: groups must be an int >= 1, got {groups!r}")
+    if min(wshape[2:]) < 1:
+        raise ValueError(f"{where}: the kernel must be at least 1x1, got a weight of shape {wshape}")
     c = xshape[1]
     if c % groups or wshape[0] % groups:
         raise ValueError(
@@ -352,13 +355,15 @@ def _conv_t_phases(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilatio
 
 def _nhwc_rows(g: Any) -> Any:
     """``(N, C, H, W)`` as the matrix ``(N*H*W, C)`` (a view when the data is channels-last)."""
-    return np.transpose(g, (0, 2, 3, 1)).reshape(-1, g.shape[1])
+    n, c, h, w = g.shape
+    return np.transpose(g, (0, 2, 3, 1)).reshape(n * h * w, c)  # (-1 fails on no values)
 
 
 def _wgrad_cols(cols: Any, g: Any, wshape: tuple[int, ...], groups: int, rows: Any = None) -> Any:
     """The weight gradient from the forward's columns: ``cols^T @ g`` per group (``rows``: g as ``_nhwc_rows``)."""
     o, cg, kh, kw = wshape
-    gm = (_nhwc_rows(g) if rows is None else rows).reshape(-1, groups, o // groups)
+    gm = _nhwc_rows(g) if rows is None else rows
+    gm = gm.reshape(gm.shape[0], groups, o // groups)
     dw = np.matmul(np.swapaxes(cols, 1, 2), np.swapaxes(gm, 0, 1))  # (g, kH*kW*C/g, O/g)
     return dw.reshape(groups, kh, kw, cg, o // groups).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
 
@@ -378,6 +383,28 @@ def _wgrad_raw(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: Pads
 _G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
                [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], dtype=np.float64)
 WINOGRAD_MIN_CHANNELS = 32  # below this, its fixed cost of ~150 NumPy calls outweighs the saved multiplications
+WINOGRAD_MAX_RANGE = 32  # Winograd only for arrays with no magnitude above this many times their mean magnitude
+
+
+def _in_range(a: Any) -> bool:
+    """Whether ``a`` is finite with no magnitude above ``WINOGRAD_MAX_RANGE`` times its mean magnitude.
+
+    Winograd's transforms mix the 6x6 pixels of a tile and the 3x3 taps of a kernel, so an output's
+    rounding error follows the largest magnitude in its tile rather than its own window's: a value far
+    above the rest would move outputs it does not reach, and an inf or a NaN would spread over its tile.
+    Such arrays take im2col (docs/performance.md states the bound this keeps). Two reductions of
+    ``|a|``; under ``jit`` they are traced and the outcome is a guard of the program, kept under
+    ``strict=True`` too (either way the result is the convolution).
+    """
+    if a.size == 0:
+        return True
+    mags = np.abs(a.ravel(order="K"))  # (in the order of memory: the same sums eager and under jit)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = mags.sum()
+        ok = np.isfinite(total) & (mags.max() * (a.size / WINOGRAD_MAX_RANGE) <= total)
+    return bool(ok) if type(ok) is np.bool_ else ok._tr.guard(ok, "choice", "a convolution's choice of algorithm")
+
+
 def _winograd_sized(wshape: tuple[int, ...], channels: int, size: tuple[int, ...], stride: Pair, dilation: Pair,
                     groups: int) -> bool:
     """A 3x3, stride-1 convolution with many channels and at least 8x8 input pixels: where Winograd wins."""
@@ -387,7 +414,8 @@ def _winograd_sized(wshape: tuple[int, ...], channels: int, size: tuple[int, ...
 
 def _winograd_fits(x: Any, w: Any, stride: Pair, dilation: Pair, groups: int) -> bool:
     """Winograd for the convolution of ``x`` with ``w`` (plain arrays of a Winograd size)."""
-    return _winograd_sized(w.shape, x.shape[1], x.shape[2:], stride, dilation, groups) and _traced_or_plain(x, w)
+    return (_winograd_sized(w.shape, x.shape[1], x.shape[2:], stride, dilation, groups) and _traced_or_plain(x, w)
+            and _in_range(x) and _in_range(w))
 
 
 def _split(a: Any) -> list[Any]:
@@ -601,7 +629,7 @@ def _winograd_t_fits(g: Any, w: Any, size: Pair, pads: Pads, stride: Pair, dilat
     """Whether the transpose of a convolution can run as the transpose of its Winograd form."""
     return (_winograd_sized(w.shape, w.shape[1], size, stride, dilation, groups) and _traced_or_plain(g, w)
             and min(pads[0] + pads[1]) >= 0
-            and all(g.shape[2 + a] == size[a] + sum(pads[a]) - 2 for a in (0, 1)))
+            and all(g.shape[2 + a] == size[a] + sum(pads[a]) - 2 for a in (0, 1)) and _in_range(g) and _in_range(w))
 
 
 def _winograd_t(g: Any, w: Any, size: Pair, pads: Pads) -> Any:
@@ -656,7 +684,7 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     def vjp(g: Any) -> tuple[Any, ...]:
         values = not _is_tensor(x) and not _is_tensor(w)  # (else a replay, whose gradients must be recorded)
         rows = None
-        if isinstance(cols, tuple) and values and _traced_or_plain(g, cols[0]):  # Winograd's transposed transforms
+        if isinstance(cols, tuple) and values and _traced_or_plain(g, cols[0]) and _in_range(g):  # Winograd's
             gx, gw = _winograd_grads(cols, g, pads, size, nx, nw)
         else:
             rows = _nhwc_rows(g) if _plain(g) else None  # g as (N*Ho*Wo, O), once for the three gradients
@@ -825,6 +853,8 @@ def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
         raise ValueError(f"{where}: the input must have 3 axes (N, C, L), got shape {np.shape(xr)}")
     if np.ndim(wr) != 3:
         raise ValueError(f"{where}: the weight must have 3 axes (C_out, C_in/groups, K), got shape {np.shape(wr)}")
+    if np.shape(wr)[2] < 1:
+        raise ValueError(f"{where}: the kernel must have at least 1 tap, got a weight of shape {np.shape(wr)}")
     if isinstance(padding, str):
         pad2: Any = padding
     elif isinstance(padding, (tuple, list)):

@@ -17,6 +17,7 @@ array([[-1., -1.],
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
@@ -25,11 +26,16 @@ import numpy as np
 from ._scratch import buffer, plain
 
 
+def _mean(x: Any, axes: tuple[int, ...]) -> Any:
+    """``np.mean`` over ``axes`` (kept), with the mean of no values 0 rather than NaN and a warning."""
+    return np.sum(x, axis=axes, keepdims=True) / max(math.prod(np.shape(x)[a] for a in axes), 1)
+
+
 def _normalise(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any]:
     """``(x̂, 1/σ)`` over ``axes``, with the statistics kept as broadcastable axes."""
-    mean = np.mean(x, axis=axes, keepdims=True)
+    mean = _mean(x, axes)
     centred = x - mean
-    inv = 1.0 / np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + eps)
+    inv = 1.0 / np.sqrt(_mean(centred * centred, axes) + eps)
     return centred * inv, inv
 
 
@@ -56,7 +62,7 @@ def batch_statistics(x: Any, axis: int) -> tuple[Any, Any]:
     _last.stats = None  # (taken once, by the caller that ran batch_norm on x just before)
     if last is not None and last[0] is x and last[1] == axis:  # batch_norm's own, just computed for this x
         return last[2], last[3]
-    count = int(np.size(x)) // max(int(np.shape(x)[axis]), 1)
+    count = max(int(np.size(x)) // max(int(np.shape(x)[axis]), 1), 1)  # (an empty batch: zeros, not 0 / 0)
     bshape = tuple(n if a == axis else 1 for a, n in enumerate(np.shape(x)))
     mean = _channel_sum(axis, x) / count
     centred = _centred(x, np.reshape(mean, bshape))
@@ -71,7 +77,7 @@ def _centred(x: Any, mean: Any) -> Any:
 
 
 def _input_cotangent(gh: Any, xhat: Any, inv: Any, axes: tuple[int, ...]) -> Any:
-    return (gh - np.mean(gh, axis=axes, keepdims=True) - xhat * np.mean(gh * xhat, axis=axes, keepdims=True)) * inv
+    return (gh - _mean(gh, axes) - xhat * _mean(gh * xhat, axes)) * inv
 
 
 def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps: float = 1e-5) -> tuple[Any, Any]:
@@ -98,6 +104,11 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
                              f"got {np.shape(p)}")
     bshape = tuple(c if a == axis else 1 for a in range(ndim))
     count = int(np.size(x)) // max(c, 1)  # the entries each channel's statistics are taken over
+    if count == 1:
+        raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input shape "
+                         f"{np.shape(x)} (channels on axis {axis}): each would normalise to 0. Train on a larger "
+                         "batch, or normalise each example (group_norm, LayerNorm)")
+    count = max(count, 1)  # (an empty batch: statistics of zero and an empty output, not 0 / 0)
     mean_c = _channel_sum(axis, x) / count
     mean = np.reshape(mean_c, bshape)
     centred = x - mean
@@ -185,7 +196,7 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, ep
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and np.shape(p) != (c,):
             raise ValueError(f"group_norm: {name} must have shape ({c},) for input {shape}, got {np.shape(p)}")
-    grouped = (shape[0], int(num_groups), -1)
+    grouped = (shape[0], int(num_groups), math.prod(shape[1:]) // int(num_groups))  # (-1 fails on no values)
     xg = np.reshape(x, grouped)
     xhat_g, inv = _normalise(xg, (2,), eps)
     xhat = np.reshape(xhat_g, shape)
