@@ -475,4 +475,5 @@ def _weak_inputs(rule: Callable[..., Any]) -> Callable[..., Any]:
 if NUMPY1:  # a 0-d array meets a Python number in float64 there; on NumPy 2 in its own dtype
     add, sub, mul, div, power, maximum, minimum, logaddexp = (
         _weak_operands(op) for op in (add, sub, mul, div, power, maximum, minimum, logaddexp))
-    JVPS.update({name: _weak_inputs(JVPS[name]) for name in ("+", "-", "*", "/", "maximum", "minimum", "logaddexp")})
+    JVPS.update({name: _weak_inputs(JVPS[name])
+                 for name in ("+", "-", "*", "/", "**", "maximum", "minimum", "logaddexp")})
