@@ -191,3 +191,14 @@ def test_group_norm_of_empty_batches_and_groups():
     # one value per group normalises to 0, then the shift: as PyTorch's group_norm (no error)
     np.testing.assert_array_equal(lp.group_norm(rng.standard_normal((2, 4)), 4, None, np.arange(4.0)).numpy(),
                                   np.tile(np.arange(4.0), (2, 1)))
+
+
+@pytest.mark.parametrize("shape", [(0, 4, 3), (2, 4, 0), (0, 4)])
+def test_forward_mode_of_norms_on_empty_inputs(shape):
+    # jvp of batch_norm and group_norm (their own forward-mode rules) on no values: empty tangents, no 0 / 0
+    w, b = np.ones(4), np.zeros(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for f in (lambda x, w, b: lp.batch_norm(x, w, b), lambda x, w, b: lp.group_norm(x, 2, w, b)):
+            out, t = lp.jvp(f, (np.zeros(shape), w, b), (np.ones(shape), np.ones(4), np.ones(4)))
+            assert out.shape == t.shape == shape

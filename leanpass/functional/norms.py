@@ -147,7 +147,7 @@ def _batch_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, weight: Any = None, b
     axis %= ndim
     c = np.shape(x)[axis]
     bshape = tuple(c if a == axis else 1 for a in range(ndim))
-    count = int(np.size(x)) // max(c, 1)
+    count = max(int(np.size(x)) // max(c, 1), 1)  # (an empty batch: 0 / 1, no 0 / 0)
     centred = _centred(x, np.reshape(_channel_sum(axis, x) / count, bshape))
     inv = 1.0 / np.sqrt(_channel_sum(axis, centred, centred) / count + eps)
     k = inv if weight is None else weight * inv
@@ -223,9 +223,9 @@ def _group_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, num_groups: int, weig
     tx, _, tw, tb = (*ts, None, None, None)[:4]
     shape = tuple(np.shape(x))
     n, c, g = shape[0], shape[1], int(num_groups)
-    grouped = (n, g, c // g, -1)
+    grouped = (n, g, c // g, math.prod(shape[2:]))  # (explicit: -1 cannot be worked out for no values)
     xg = np.reshape(x, grouped)
-    count = int(np.size(x)) // max(n * g, 1)
+    count = max(int(np.size(x)) // max(n * g, 1), 1)
     centred = _centred(xg, np.reshape(np.einsum("ngcs->ng", xg) / count, (n, g, 1, 1)))
     inv = np.reshape(1.0 / np.sqrt(np.einsum("ngcs,ngcs->ng", centred, centred) / count + eps), (n, g, 1, 1))
     per_channel = (1, g, c // g, 1)
