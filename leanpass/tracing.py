@@ -843,15 +843,16 @@ def _leaf_key(x: Any, where: str) -> Any:
 _STATIC_LEAVES = (str, bytes, type(None), type, np.dtype, _tree.TreeDef, slice, type(Ellipsis))
 
 
-def _tie(leaves: list[Any], leaf_keys: list[Any]) -> None:
+def _tie(leaves: list[Any], leaf_keys: list[Any]) -> bool:
     """A Tensor at several leaves (tied weights) is one input, as in ``grad``: each later place's key
-    becomes ``("tied", first place)``, so the tie pattern is part of the signature."""
+    becomes ``("tied", first place)``, so the tie pattern is part of the signature. True if any is."""
     first: dict[int, int] = {}
     for k, x in enumerate(leaves):
         if type(x) is Tensor:
             j = first.setdefault(id(x), k)
             if j != k:
                 leaf_keys[k] = ("tied", j)
+    return len(first) < sum(type(x) is Tensor for x in leaves)
 
 
 def _layout(a: np.ndarray) -> Any:
@@ -1259,7 +1260,8 @@ class Jitted:
         self.strict = strict
         self.cache_size = cache_size
         self.where = f"jit({getattr(f, '__name__', type(f).__name__)})"
-        # signature -> [programs (newest first), trace count, checker, when it was last used]
+        # signature -> [programs (newest first), trace count, checker, when it was last used,
+        #               whether two Tensor arguments are alike (then they may be one: see __call__)]
         self._cache: dict[Any, list[Any]] = {}
         self._lock = threading.Lock()
         self.trace_count = 0
@@ -1331,12 +1333,15 @@ class Jitted:
             leaf_keys = [_leaf_key(x, self.where) for x in leaves]
         except _UnderVmapError:
             return self.f(*args, **kwargs)  # batched arguments: f itself, batched by vmap
-        if len(set(map(id, leaves))) < len(leaves):  # (rare: some leaf object is repeated)
-            _tie(leaves, leaf_keys)
         key = (spec, tuple(statics), tuple(leaf_keys))
+        entry = self._cache.get(key)
+        # A Tensor at several places (tied weights) has a signature of its own. Only Tensors alike (the
+        # same shape, dtype, ...) can be one object: a signature without them needs no look.
+        if (entry is None or entry[4]) and len(set(map(id, leaves))) < len(leaves) and _tie(leaves, leaf_keys):
+            key = (spec, key[1], tuple(leaf_keys))
+            entry = self._cache.get(key)
         if key in self._eager:
             return self.f(*args, **kwargs)
-        entry = self._cache.get(key)
         if entry is not None:
             self._uses += 1
             entry[3] = self._uses
@@ -1499,7 +1504,8 @@ class Jitted:
                     old = min(self._cache.items(), key=lambda item: item[1][3])[0]
                     del self._cache[old]
                     self._eager.discard(old)
-                entry = self._cache[key] = [[], 0, _checker(key, len(args)), 0]
+                alike = [k for k in key[2] if type(k) is tuple and k[0] is Tensor]
+                entry = self._cache[key] = [[], 0, _checker(key, len(args)), 0, len(set(alike)) < len(alike)]
             entry[3] = self._uses
             entry[0].insert(0, prog)
             del entry[0][_MAX_PROGRAMS:]
@@ -1670,8 +1676,8 @@ def _checker(key: Any, nargs: int) -> Any:
         node(kw_spec, "kwargs")
     except _NoCheckerError:
         return None
-    for group in separate.values():  # (only Tensors alike can be one object)
-        if len(group) > 4:
+    for group in separate.values():  # (only Tensors alike can be one object; a set is quicker beyond five)
+        if len(group) > 5:
             lines.append(f"    if len({{{', '.join(group)}}}) != {len(group)}: return None")
         elif len(group) > 1:
             pairs = [f"{a} is {b}" for i, a in enumerate(group) for b in group[i + 1:]]

@@ -329,7 +329,7 @@ def h(p):  # a different weight at each place: every tie pattern gives other num
 def test_jit_traces_again_when_the_tie_pattern_changes_in_either_order():
     u, v, w, x = (lp.Tensor(W * k) for k in (1.0, 2.0, 3.0, 4.0))
     patterns = [[u, v, w], [u, u, w], [u, v, v], [u, v, u], [u, u, u],
-                [u, v, w, x, u, v], [u, v, w, x, lp.Tensor(W), lp.Tensor(W)],  # five Tensors alike and more
+                [u, v, w, x, u, v], [u, v, w, x, lp.Tensor(W), lp.Tensor(W)],  # six Tensors alike
                 [u, v, w, x, x, x]]
     for order, change in ((patterns, r"args\[0\]\[4\], a Tensor of its own then the same Tensor as args\[0\]\[3\]"),
                           (patterns[::-1], r"args\[0\]\[1\], the same Tensor as args\[0\]\[0\] then one of its own")):
