@@ -843,6 +843,18 @@ def _leaf_key(x: Any, where: str) -> Any:
 _STATIC_LEAVES = (str, bytes, type(None), type, np.dtype, _tree.TreeDef, slice, type(Ellipsis))
 
 
+def _tie(leaves: list[Any], leaf_keys: list[Any]) -> bool:
+    """A Tensor at several leaves (tied weights) is one input, as in ``grad``: each later place's key
+    becomes ``("tied", first place)``, so the tie pattern is part of the signature. True if any is."""
+    first: dict[int, int] = {}
+    for k, x in enumerate(leaves):
+        if type(x) is Tensor:
+            j = first.setdefault(id(x), k)
+            if j != k:
+                leaf_keys[k] = ("tied", j)
+    return len(first) < sum(type(x) is Tensor for x in leaves)
+
+
 def _layout(a: np.ndarray) -> Any:
     """None for a C-contiguous array, else its strides: views and copies depend on the layout."""
     return None if a.flags.c_contiguous else a.strides
@@ -1135,7 +1147,11 @@ def _difference(old: Any, new: Any, args: tuple[Any, ...], kwargs: dict[str, Any
             return f"the last change: static argument {i}, {a!r:.40} then {b!r:.40}"
     for k, (a, b) in enumerate(zip(old[2], new[2])):
         if a != b:
-            name = _leaf_names(args, kwargs, statics)[k]
+            names = _leaf_names(args, kwargs, statics)
+            name = names[k]
+            ties = [f"the same Tensor as {names[x[1]]}" if type(x) is tuple and x[0] == "tied" else "" for x in (a, b)]
+            if ties[0] or ties[1]:  # a tied Tensor (one object at several places)
+                return f"the last change: {name}, {ties[0] or 'a Tensor of its own'} then {ties[1] or 'one of its own'}"
             if type(a) is tuple and type(b) is tuple and a[0] == b[0] and a[0] in (np.ndarray, Tensor) and len(a) > 3:
                 for i, what in ((1, "shape"), (2, "dtype"), (3, "layout")):
                     if a[i] != b[i]:
@@ -1244,7 +1260,8 @@ class Jitted:
         self.strict = strict
         self.cache_size = cache_size
         self.where = f"jit({getattr(f, '__name__', type(f).__name__)})"
-        # signature -> [programs (newest first), trace count, checker, when it was last used]
+        # signature -> [programs (newest first), trace count, checker, when it was last used,
+        #               whether two Tensor arguments are alike (then they may be one: see __call__)]
         self._cache: dict[Any, list[Any]] = {}
         self._lock = threading.Lock()
         self.trace_count = 0
@@ -1313,12 +1330,18 @@ class Jitted:
         leaves: list[Any] = []
         spec = _flatten((tuple(dynamic), kwargs), leaves)
         try:
-            key = (spec, tuple(statics), tuple([_leaf_key(x, self.where) for x in leaves]))
+            leaf_keys = [_leaf_key(x, self.where) for x in leaves]
         except _UnderVmapError:
             return self.f(*args, **kwargs)  # batched arguments: f itself, batched by vmap
+        key = (spec, tuple(statics), tuple(leaf_keys))
+        entry = self._cache.get(key)
+        # A Tensor at several places (tied weights) has a signature of its own. Only Tensors alike (the
+        # same shape, dtype, ...) can be one object: a signature without them needs no look.
+        if (entry is None or entry[4]) and len(set(map(id, leaves))) < len(leaves) and _tie(leaves, leaf_keys):
+            key = (spec, key[1], tuple(leaf_keys))
+            entry = self._cache.get(key)
         if key in self._eager:
             return self.f(*args, **kwargs)
-        entry = self._cache.get(key)
         if entry is not None:
             self._uses += 1
             entry[3] = self._uses
@@ -1365,8 +1388,19 @@ class Jitted:
                 if i in self.donate_argnums or (i - len(args)) in self.donate_argnums:
                     donate.update(range(start, start + c))
                 start += c
+        # a Tensor at several leaves (tied weights): one input, at its first place
+        tied = {k: lk[1] for k, lk in enumerate(key[2]) if type(lk) is tuple and lk[0] == "tied"}
+        for k, j in tied.items():
+            if (k in donate) != (j in donate):
+                names = _leaf_names(args, kwargs, statics)
+                raise ValueError(
+                    f"{self.where}: {names[j]} and {names[k]} are one Tensor (tied weights), and donate_argnums "
+                    "donates only one of them: a donated array is overwritten by the call, so no other argument "
+                    "may use it. Donate every argument that holds the Tensor, or none of them"
+                )
         # arguments that share memory (one array in two leaves, or views of one array)
-        arrays = [k for k, x in enumerate(leaves) if type(x._data if type(x) is Tensor else x) is np.ndarray]
+        arrays = [k for k, x in enumerate(leaves)
+                  if type(x._data if type(x) is Tensor else x) is np.ndarray and k not in tied]
         aliasing = _aliases(*[leaves[k]._data if type(leaves[k]) is Tensor else leaves[k] for k in arrays])
         for i, j in aliasing or ():
             if arrays[i] in donate or arrays[j] in donate:
@@ -1386,7 +1420,10 @@ class Jitted:
         tr._inputs_storage = input_storage
         for k, x in enumerate(leaves):
             t = type(x)
-            if t is Tensor:
+            if k in tied:  # the stand-in of its first place: f sees the tie, as without jit
+                new_leaves.append(new_leaves[tied[k]])
+                input_vars.append(None)
+            elif t is Tensor:
                 d = x._data
                 var = tr.new_var(d)
                 nt = _const(var, x._trace, _next_seq())
@@ -1467,7 +1504,8 @@ class Jitted:
                     old = min(self._cache.items(), key=lambda item: item[1][3])[0]
                     del self._cache[old]
                     self._eager.discard(old)
-                entry = self._cache[key] = [[], 0, _checker(key, len(args)), 0]
+                alike = [k for k in key[2] if type(k) is tuple and k[0] is Tensor]
+                entry = self._cache[key] = [[], 0, _checker(key, len(args)), 0, len(set(alike)) < len(alike)]
             entry[3] = self._uses
             entry[0].insert(0, prog)
             del entry[0][_MAX_PROGRAMS:]
@@ -1487,11 +1525,17 @@ class Jitted:
         """How to rebuild each output leaf, and the value the program returns for it."""
         kinds: list[Any] = []
         returned: list[Any] = []
+        first: dict[int, int] = {}  # a Tensor returned at several places (tied weights): id -> first place
         for leaf in out_leaves:
             t = type(leaf)
             if getattr(leaf._data if t is Tensor else leaf, "_lp_batched", False):
                 raise _UnderVmapError
             if t is Tensor:
+                j = first.setdefault(id(leaf), len(kinds))
+                if j < len(kinds):  # one object again, as without jit
+                    kinds.append(("same", j))
+                    returned.append(None)
+                    continue
                 d = leaf._data
                 if leaf._op != "leaf" and leaf._trace:
                     raise TypeError(
@@ -1536,6 +1580,8 @@ def _checker(key: Any, nargs: int) -> Any:
     lines = ["def check(args, kwargs):", f"    if len(args) != {nargs}: return None"]
     leaves: list[str] = []
     counter = [0]
+    tensors: dict[int, str] = {}  # leaf index -> the name of its Tensor
+    separate: dict[Any, list[str]] = {}  # Tensors of one key that must be separate objects (not tied)
 
     def name(obj: Any) -> str:
         n = f"n{len(names)}"
@@ -1550,7 +1596,13 @@ def _checker(key: Any, nargs: int) -> Any:
         k = leaf_keys[len(leaves)]
         t = tmp()
         lines.append(f"    {t} = {expr}")
+        if type(k) is tuple and k[0] == "tied":  # the Tensor of an earlier place (the program ignores it)
+            lines.append(f"    if {t} is not {tensors[k[1]]}: return None")
+            leaves.append("None")
+            return
         if type(k) is tuple and k[0] is Tensor:
+            tensors[len(leaves)] = t
+            separate.setdefault(k, []).append(t)
             d = tmp()
             lines.append(f"    if type({t}) is not Tensor: return None")
             lines.append(f"    {d} = {t}._data")
@@ -1624,6 +1676,12 @@ def _checker(key: Any, nargs: int) -> Any:
         node(kw_spec, "kwargs")
     except _NoCheckerError:
         return None
+    for group in separate.values():  # (only Tensors alike can be one object; a set is quicker beyond five)
+        if len(group) > 5:
+            lines.append(f"    if len({{{', '.join(group)}}}) != {len(group)}: return None")
+        elif len(group) > 1:
+            pairs = [f"{a} is {b}" for i, a in enumerate(group) for b in group[i + 1:]]
+            lines.append(f"    if {' or '.join(pairs)}: return None")
     lines.append(f"    return [{', '.join(leaves)}]")
     exec(compile("\n".join(lines) + "\n", "<leanpass jit check>", "exec"), names)  # noqa: S102
     return names["check"]
@@ -1671,6 +1729,8 @@ def _output_builder(kinds: list[Any], build_tree: Callable[[list[Any]], Any]) ->
         elif k[0] == "copy":
             names[f"K{i}"] = k[1]
             lines.append(f"    L{i} = _copy(K{i})")
+        elif k[0] == "same":
+            lines.append(f"    L{i} = L{k[1]}")
         else:
             names[f"K{i}"] = k[1]
             lines.append(f"    L{i} = K{i}")

@@ -411,9 +411,14 @@ def test_a_donated_array_used_twice_is_refused():
 
     g = lp.jit(tied, donate_argnums=0)
     g({"a": lp.Tensor(np.ones(2)), "b": lp.Tensor(np.ones(2))})
-    w = lp.Tensor(np.ones(2))
-    with pytest.raises(ValueError, match=r"args\[0\]\['a'\] and args\[0\]\['b'\] share memory"):
-        g({"a": w, "b": w})
+    for _ in range(2):  # one Tensor at both places (tied weights) is one input, donated once
+        w, v = lp.Tensor(np.ones(2)), lp.Tensor(np.ones(2))
+        assert same(g({"a": w, "b": w}), tied({"a": v, "b": v}))  # (10, as without jit)
+    w = lp.Tensor(np.ones(2))  # donated at one place, not donated at another: refused
+    h = lp.jit(lambda p, q: tied(p)[0] + q.sum(), donate_argnums=0)
+    with pytest.raises(ValueError, match=r"args\[0\]\['b'\] and args\[1\] are one Tensor \(tied weights\), "
+                                         "and donate_argnums donates only one of them"):
+        h({"a": lp.Tensor(np.ones(2)), "b": w}, w)
     assert np.array_equal(w.numpy(), np.ones(2))
 
 

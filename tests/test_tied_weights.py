@@ -275,3 +275,120 @@ def test_any_pattern_of_ties_gives_the_gradient_of_the_variables(n, places, seed
     collected = optim.collect_grads([by_name[k] for k in places])
     for c, gr in zip(collected, grads):
         np.testing.assert_allclose(c, gr.numpy(), rtol=1e-12, atol=1e-15)
+
+
+# ----- jit: a tied Tensor is one input of the program, and the tie is part of its signature --------
+def bits(a, b) -> bool:
+    """Equal pytrees, bit for bit, leaf by leaf (Tensors by their arrays)."""
+    la, ta = lp.tree_flatten(a)
+    lb, tb = lp.tree_flatten(b)
+    def raw(x):
+        return np.asarray(x.data if type(x) is lp.Tensor else x)
+
+    return ta == tb and all(type(x) is type(y) and raw(x).dtype == raw(y).dtype and np.array_equal(raw(x), raw(y))
+                            for x, y in zip(la, lb))
+
+
+def test_jit_sees_a_tied_tensor_as_one_variable_as_eager_does():
+    w = lp.Tensor(W, requires_grad=True)
+    for fn in (f, g):
+        jitted = lp.jit(lp.grad(fn))
+        for _ in range(3):  # traced, then replayed
+            out = jitted(tied(w))
+            assert bits(out, lp.grad(fn)(tied(w)))
+            assert out["a"] is out["b"]  # one gradient at both places, as eager gives
+        assert jitted.trace_count == 1
+    np.testing.assert_array_equal(lp.jit(lp.grad(f))(tied(lp.Tensor([1.0, 1.0])))["a"].numpy(), [5.0, 5.0])
+    # one Tensor as two arguments
+    two = lp.jit(lp.grad(lambda x, y: (x * x * y).sum(), argnums=(0, 1)))
+    ga, gb = two(w, w)
+    np.testing.assert_array_equal(ga.numpy(), lp.grad(lambda x, y: (x * x * y).sum(), argnums=(0, 1))(w, w)[0].numpy())
+    assert ga is gb
+    # the eager door inside jit: backward() leaves the total in the one .grad
+    def by_backward(p):
+        f(p).backward()
+        return optim.collect_grads(p)
+
+    for _ in range(2):
+        out = lp.jit(by_backward)(tied(lp.Tensor([1.0, 1.0], requires_grad=True)))
+        np.testing.assert_array_equal(out["a"], [5.0, 5.0])
+        np.testing.assert_array_equal(out["b"], [5.0, 5.0])
+    # arrays are values: one array at two places is two inputs, as without jit
+    a = np.array(W)
+    jitted = lp.jit(lp.grad(f))
+    for _ in range(2):
+        out = jitted({"a": a, "b": a})
+        np.testing.assert_array_equal(out["a"], [2.0, 2.0, 2.0])
+        np.testing.assert_array_equal(out["b"], [3.0, 3.0, 3.0])
+
+
+def h(p):  # a different weight at each place: every tie pattern gives other numbers
+    return sum((k + 1.0) * (np.tanh(x) * x).sum() for k, x in enumerate(p))
+
+
+def test_jit_traces_again_when_the_tie_pattern_changes_in_either_order():
+    u, v, w, x = (lp.Tensor(W * k) for k in (1.0, 2.0, 3.0, 4.0))
+    patterns = [[u, v, w], [u, u, w], [u, v, v], [u, v, u], [u, u, u],
+                [u, v, w, x, u, v], [u, v, w, x, lp.Tensor(W), lp.Tensor(W)],  # six Tensors alike
+                [u, v, w, x, x, x]]
+    for order, change in ((patterns, r"args\[0\]\[4\], a Tensor of its own then the same Tensor as args\[0\]\[3\]"),
+                          (patterns[::-1], r"args\[0\]\[1\], the same Tensor as args\[0\]\[0\] then one of its own")):
+        jitted = lp.jit(lp.grad(h))
+        for p in order[:-1]:
+            jitted(p)
+        with pytest.warns(RuntimeWarning, match=r"traced for 8 different argument signatures \(the last change: "
+                          + change):  # (it names the last change: here a tie)
+            jitted(order[-1])
+        for _ in range(2):  # every pattern's program is in the cache now
+            for p in order:
+                ref = lp.grad(h)(p)
+                assert bits(jitted(p), ref)
+                out = jitted(p)  # the same pattern again: the quick check of the last signature
+                assert bits(out, ref)
+                for i in range(len(p)):
+                    for j in range(len(p)):
+                        assert (out[i] is out[j]) == (p[i] is p[j])
+        assert jitted.trace_count == 8
+
+
+@pytest.mark.parametrize("make", [lambda: optim.adam(0.05), lambda: optim.sgd(0.05, momentum=0.9)])
+@pytest.mark.parametrize("donate", [(), (0, 1)])
+def test_a_jitted_training_step_keeps_tied_weights_one_tensor_bit_for_bit(make, donate):
+    opt = make()
+    x = np.linspace(-1.0, 1.0, 3)
+
+    def loss(p):
+        return ((p["a"] * x - 0.5) ** 2).sum() + (p["b"] * p["c"]).sum()
+
+    def step(params, state):
+        value, grads = lp.value_and_grad(loss)(params)
+        updates, state = opt.update(grads, state, params)
+        return optim.apply_updates(params, updates), state, value
+
+    def start():
+        w = lp.Tensor(W, requires_grad=True)
+        params = {"a": w, "b": w, "c": lp.Tensor(np.ones(3), requires_grad=True)}
+        return params, opt.init(params)
+
+    jitted = lp.jit(step, donate_argnums=donate)
+    params, state = start()
+    eager_params, eager_state = start()
+    for _ in range(6):
+        params, state, value = jitted(params, state)
+        eager_params, eager_state, eager_value = step(eager_params, eager_state)
+        assert params["a"] is params["b"]
+        assert bits((params, state, value), (eager_params, eager_state, eager_value))
+    assert jitted.trace_count == 1
+    assert not np.array_equal(params["a"].data, W)  # it moved
+
+
+def test_jit_returns_one_tensor_where_the_function_returns_one():
+    def twice(w):
+        y = w * 2
+        return {"a": y, "b": [y, w * 2]}
+
+    jitted = lp.jit(twice)
+    for _ in range(2):
+        out = jitted(lp.Tensor(W))
+        assert out["a"] is out["b"][0] and out["a"] is not out["b"][1]
+        assert bits(out, twice(lp.Tensor(W)))
