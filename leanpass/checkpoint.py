@@ -811,7 +811,7 @@ def _rebuild(header: dict[str, Any], arrays: list[np.ndarray], like: Any) -> Any
 def _tie_like(like_leaves: list[Any], paths: list[str], leaves: list[Any]) -> None:
     """Where the template holds one Tensor at several leaves (tied weights), so does the result: the
     file's values there must be the same (a file saved untied), else a CheckpointError."""
-    if len(set(map(id, like_leaves))) == len(like_leaves):
+    if not _tree.repeats(like_leaves):
         return
     first: dict[int, int] = {}
     for i, ref in enumerate(like_leaves):

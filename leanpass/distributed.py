@@ -37,7 +37,7 @@ import numpy as np
 
 from .checkpoint import _child_names, _class_name
 from .tensor import Tensor, _const, _next_seq
-from .tree import TreeDef, tree_flatten, tree_unflatten
+from .tree import TreeDef, repeats, tree_flatten, tree_unflatten
 
 __all__ = ["is_available", "rank", "world_size", "all_reduce_mean", "broadcast", "check_in_sync", "barrier",
            "timeout", "set_timeout", "OutOfSyncError", "MPI_MISSING"]
@@ -497,7 +497,7 @@ class _Flat:
                 built.append(_const(a))
             else:
                 built.append(_rebuild(x, a))
-        if len(set(map(id, self.leaves))) < len(self.leaves):  # a Tensor at several leaves (tied): one again
+        if repeats(self.leaves):  # a Tensor at several leaves (tied): one again
             first: dict[int, int] = {}
             for i, x in enumerate(self.leaves):
                 if type(x) is Tensor:

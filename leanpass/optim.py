@@ -38,7 +38,7 @@ import numpy as np
 from .functional import _lift
 from .functional._lift import weak
 from .tensor import Tensor, _const
-from .tree import register_pytree, tree_flatten, tree_unflatten
+from .tree import register_pytree, repeats, tree_flatten, tree_unflatten
 
 __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
@@ -347,7 +347,7 @@ def apply_updates(params: Any, updates: Any) -> Any:
         )
     out: list[Any] = []
     tied: dict[int, int] | None = None  # a Tensor at several places: id -> its first place
-    if len(set(map(id, p_leaves))) < len(p_leaves):
+    if repeats(p_leaves):
         tied = {}
     for p, u in zip(p_leaves, u_leaves):
         if tied is not None and type(p) is Tensor:
@@ -442,7 +442,7 @@ def clip_by_global_norm(max_norm: float) -> Optimizer:
 def _once(arrays: list[Any], params: Any) -> list[Any]:
     """``arrays`` (one per leaf of ``params``) without the places where a Tensor of ``params`` repeats."""
     p_leaves, _ = tree_flatten(params)
-    if len(set(map(id, p_leaves))) == len(p_leaves) or len(p_leaves) != len(arrays):
+    if not repeats(p_leaves) or len(p_leaves) != len(arrays):
         return arrays
     seen: set[int] = set()
     out = []

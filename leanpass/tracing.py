@@ -1337,7 +1337,7 @@ class Jitted:
         entry = self._cache.get(key)
         # A Tensor at several places (tied weights) has a signature of its own. Only Tensors alike (the
         # same shape, dtype, ...) can be one object: a signature without them needs no look.
-        if (entry is None or entry[4]) and len(set(map(id, leaves))) < len(leaves) and _tie(leaves, leaf_keys):
+        if (entry is None or entry[4]) and _tree.repeats(leaves) and _tie(leaves, leaf_keys):
             key = (spec, key[1], tuple(leaf_keys))
             entry = self._cache.get(key)
         if key in self._eager:

@@ -22,7 +22,7 @@ from .engine import _depth, _level, _outside, _real_cotangent, check_outside, re
 from .functional import _lift
 from .functional.unary import _pass_through
 from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
-from .tree import tree_flatten, tree_map, tree_unflatten
+from .tree import repeats, tree_flatten, tree_map, tree_unflatten
 
 
 def _fresh(x: Any, bit: int, where: str) -> Tensor:
@@ -119,7 +119,7 @@ class _Traced:
             self.inputs.append(ins)
             new_args[n] = tree_unflatten(treedef, ins)
         every = leaves if len(nums) == 1 else [x for leaves, _ in self.trees for x in leaves]
-        self.tied = len(every) > 1 and len(set(map(id, every))) < len(every)
+        self.tied = len(every) > 1 and repeats(every)
         if self.tied:
             self._tie(nums, new_args)
         token = _depth.set(depth + 1)

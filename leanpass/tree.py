@@ -276,6 +276,17 @@ def _first_difference(a: TreeDef, b: TreeDef) -> str:
     return "they are the same"
 
 
+def repeats(leaves: list[Any]) -> bool:
+    """Whether one object stands at several places of ``leaves`` (a Tensor there is tied weights:
+    one variable, see ``leanpass.grad``).
+
+    >>> a = [1.0]
+    >>> repeats([a, a]), repeats([[1.0], [1.0]])
+    (True, False)
+    """
+    return len(set(map(id, leaves))) < len(leaves)
+
+
 def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     """Apply ``f`` to each leaf (and the matching leaves of ``rest``), keeping the structure.
 
@@ -296,7 +307,7 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
                 "and keys as the first."
             )
         others.append(r_leaves)
-    if len(set(map(id, leaves))) == len(leaves):  # (the usual case: no leaf object is repeated)
+    if not repeats(leaves):  # (the usual case)
         return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
     from .tensor import Tensor
 
