@@ -340,7 +340,8 @@ def test_float64_still_wins_and_numbers_alone_are_float64(name: str) -> None:
     x32 = np.asarray(xs, np.float32)
     some = {k: np.asarray(v, np.float32) for k, v in params.items()}
     first = sorted(params)[0]
-    assert _dtype(f(x32, **{**some, first: np.asarray(params[first], np.float64)})) == np.float64
+    wide = np.asarray(params[first], np.float64).reshape(-1)  # (with an axis: NumPy 1.x takes a 0-d array as a number)
+    assert _dtype(f(x32, **{**some, first: wide})) == np.float64
     if not name.startswith("dirichlet"):
         assert _dtype(f(xs[0], **params)) == np.float64
         assert _dtype(f(np.asarray(xs, np.float64), **params)) == np.float64
