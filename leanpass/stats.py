@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import linalg, special
+from .functional._lift import as_dtype_of
 from .ops import exp as _exp
 from .ops import log as _log
 from .ops import sum as _sum
@@ -34,24 +35,39 @@ __all__ = ["norm", "multivariate_normal", "t", "beta", "gamma", "dirichlet", "po
 _LOG_2PI = math.log(2 * math.pi)
 
 
-def _t(x: ArrayLike) -> Tensor:
-    """A Tensor as it is, anything else (numbers, lists, arrays) as a constant float Tensor."""
+def _t(x: ArrayLike, like: Any = None) -> Tensor:
+    """A Tensor as it is, anything else (numbers, lists, arrays) as a constant float Tensor: a Python
+    number in the dtype of ``like`` (see ``_like``), else float64."""
     if type(x) is Tensor:
         if np.iscomplexobj(x._data):
             raise TypeError("lp.stats: complex numbers are not supported by LeanPass")
         return x
     if getattr(x, "_lp_array", False):  # (a value vmap or jit traces: the ops take it as it is)
         return x
-    arr = np.asarray(x)
+    arr = np.asarray(as_dtype_of(x, like))
     return Tensor(arr if arr.dtype.kind == "f" else arr.astype(np.float64))
 
 
-def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> tuple[Tensor, Tensor, Any]:
-    """``(x - loc) / scale``, the scale (1 standing in where it is not positive) and where it is positive."""
-    scale = _t(scale)
+def _like(*args: ArrayLike) -> Any:
+    """What the Python numbers among ``args`` take their dtype from, as NumPy 2 applies them (NEP 50):
+    an empty array of the float dtype the other arguments combine to (an array that is not float
+    counts as float64, as ``_t`` makes it), or None where all are Python numbers (float64 then)."""
+    dtypes = [a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype
+              for a in args if a is not None and type(a) not in (float, int)]
+    if not dtypes:
+        return None
+    dtype = np.result_type(*[d if d.kind == "f" else np.float64 for d in dtypes])
+    return np.empty(0, dtype)
+
+
+def _standard(x: ArrayLike, loc: ArrayLike, scale: ArrayLike, *shapes: ArrayLike) -> tuple[Tensor, Tensor, Any]:
+    """``(x - loc) / scale``, the scale (1 standing in where it is not positive) and where it is positive;
+    Python numbers in the dtype of the other arguments and the distribution's ``shapes`` (see ``_like``)."""
+    like = _like(x, loc, scale, *shapes)
+    scale = _t(scale, like)
     valid = _positive(scale)
     scale = _stand_in(scale, valid, 1.0)
-    return (_t(x) - loc) / scale, scale, valid
+    return (_t(x, like) - loc) / scale, scale, valid
 
 
 def _safe(x: Tensor, mask: Any, fill: float) -> Tensor:
@@ -79,7 +95,10 @@ def _checked(value: Tensor, valid: Any, arg: Any, *inputs: Any) -> Tensor:
         if type(x) is Tensor:
             part = _where(bad, x, 0.0)
             poison = part * part if poison is None else poison + part * part
-    return _where(bad, np.nan if poison is None else poison * np.where(bad, np.nan, 0.0), value)
+    if poison is None:
+        return _where(bad, np.nan, value)
+    nan, zero = as_dtype_of(math.nan, poison), as_dtype_of(0.0, poison)  # (a float64 mask would widen float32)
+    return _where(bad, poison * np.where(bad, nan, zero), value)
 
 
 def _nowhere(mask: Any) -> bool:
@@ -175,7 +194,8 @@ class _MultivariateNormal:
         """
         if allow_singular:
             raise TypeError("stats.multivariate_normal.logpdf: allow_singular=True is not supported by LeanPass")
-        x = _t(x)
+        like = _like(x, mean, cov)
+        x = _t(x, like)
         if x.ndim == 0:
             x = x.reshape(1)
         d = x.shape[-1]
@@ -184,18 +204,19 @@ class _MultivariateNormal:
             rd = _value(diff)
             far = np.any(np.isinf(rd), axis=-1) & ~np.any(np.isnan(rd), axis=-1)
         diff = _where(np.isinf(rd), 0.0, diff)
-        cov = _t(cov)
+        cov = _t(cov, like)
         raw = _value(cov)
         if not getattr(raw, "_lp_batched", False) and not np.all(np.isfinite(raw)):
             raise ValueError("stats.multivariate_normal.logpdf: cov holds nan or inf; a covariance must be finite "
                              "(as in SciPy)")
+        eye = np.eye(d, dtype=cov.dtype if cov.dtype.kind == "f" else np.float64)
         if cov.ndim == 0:
-            cov = cov * np.eye(d)
+            cov = cov * eye
         elif cov.ndim == 1:
-            cov = cov[:, None] * np.eye(d)
+            cov = cov[:, None] * eye
         low = linalg.cholesky(cov)
         z = linalg.solve(low, diff[..., None])[..., 0]
-        logdet = 2 * _sum(_log(_sum(low * np.eye(d), axis=-1)), axis=-1)
+        logdet = 2 * _sum(_log(_sum(low * eye, axis=-1)), axis=-1)
         out = -0.5 * (d * _LOG_2PI + logdet + _sum(z * z, axis=-1))
         return _where(far, -np.inf, out).squeeze()
 
@@ -217,8 +238,8 @@ class _T:
         >>> t.logpdf(0.0, 1.0)  # the Cauchy density at 0: 1 / pi
         Tensor(-1.14472989)
         """
-        z, scale_, valid = _standard(x, loc, scale)
-        df_ = _t(df)
+        z, scale_, valid = _standard(x, loc, scale, df)
+        df_ = _t(df, _like(x, df, loc, scale))
         valid = valid & _positive(df_)
         finite = _value(df_) < np.inf  # (df = inf: the normal distribution, as SciPy)
         d = _stand_in(df_, valid & finite, 1.0)
@@ -246,8 +267,9 @@ class _Beta:
         >>> beta.logpdf(0.5, 2.0, 2.0)  # 6 y (1 - y) at 1/2
         Tensor(0.40546511)
         """
-        z, scale_, valid = _standard(x, loc, scale)
-        a_, b_ = _t(a), _t(b)
+        z, scale_, valid = _standard(x, loc, scale, a, b)
+        like = _like(x, a, b, loc, scale)
+        a_, b_ = _t(a, like), _t(b, like)
         valid = valid & _positive(a_, b_)
         a_, b_ = _stand_in(a_, valid, 1.0), _stand_in(b_, valid, 1.0)
         raw = _value(z)
@@ -274,8 +296,8 @@ class _Gamma:
         >>> gamma.logpdf(1.0, 1.0)
         Tensor(-1.)
         """
-        z, scale_, valid = _standard(x, loc, scale)
-        a_ = _t(a)
+        z, scale_, valid = _standard(x, loc, scale, a)
+        a_ = _t(a, _like(x, a, loc, scale))
         valid = valid & _positive(a_)
         a_ = _stand_in(a_, valid, 1.0)
         inside = _value(z) >= 0
@@ -363,8 +385,9 @@ class _Poisson:
         >>> poisson.logpmf(0, 2.0)
         Tensor(-2.)
         """
-        kk = _t(k) - loc
-        mu_ = _t(mu)
+        like = _like(k, mu, loc)
+        kk = _t(k, like) - loc
+        mu_ = _t(mu, like)
         valid = _value(mu_) >= 0
         raw = _value(kk)
         inside = (raw >= 0) & (raw == np.floor(raw))
@@ -391,8 +414,9 @@ class _Bernoulli:
         >>> bernoulli.logpmf(1, 0.25)
         Tensor(-1.38629436)
         """
-        kk = _t(k) - loc
-        p_ = _t(p)
+        like = _like(k, p, loc)
+        kk = _t(k, like) - loc
+        p_ = _t(p, like)
         valid = (_value(p_) >= 0) & (_value(p_) <= 1)
         raw = _value(kk)
         inside = (raw == 0) | (raw == 1)

@@ -257,3 +257,91 @@ def test_multivariate_normal_edges() -> None:
     same(got, [np.nan, -np.inf, -np.inf, np.nan, ss.multivariate_normal.logpdf(x[4], np.zeros(2), 1.0)])
     assert lp.grad(lambda m: S.multivariate_normal.logpdf(x[1:3], m, 1.0).sum())(np.zeros(2)).tolist() == [0.0, 0.0]
     assert np.isnan(S.multivariate_normal.logpdf(np.zeros(2), np.array([np.nan, 0.0]), 1.0).item())
+
+
+# ----- float32 stays float32 -----------------------------------------------------------------------------
+# Every method of lp.stats: points (one outside the support where there is an outside), the parameters
+# without defaults, values for those with defaults, and parameters out of their domain (the nan path).
+_P = {"loc": 0.25, "scale": 2.0}
+DTYPE_CASES: dict[str, tuple[Any, list[float], dict[str, Any], dict[str, Any], dict[str, Any]]] = {
+    **{f"norm.{m}": (getattr(S.norm, m), [0.5, -1.5], {}, _P, {"scale": -1.0})
+       for m in ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]},
+    **{f"t.{m}": (getattr(S.t, m), [0.5, -1.5], {"df": 3.0}, _P, {"df": -1.0}) for m in ["logpdf", "pdf"]},
+    **{f"beta.{m}": (getattr(S.beta, m), [0.3, 0.6, 1.5], {"a": 2.0, "b": 3.0}, {"loc": 0.1, "scale": 0.8},
+                     {"a": -1.0}) for m in ["logpdf", "pdf"]},
+    **{f"gamma.{m}": (getattr(S.gamma, m), [0.5, 2.0, -1.0], {"a": 2.5}, {"loc": 0.1, "scale": 1.5}, {"a": -1.0})
+       for m in ["logpdf", "pdf"]},
+    **{f"multivariate_normal.{m}": (getattr(S.multivariate_normal, m), [0.5, -1.5], {},
+                                    {"mean": 0.25, "cov": 2.0}, {}) for m in ["logpdf", "pdf"]},
+    **{f"dirichlet.{m}": (getattr(S.dirichlet, m), [0.2, 0.8], {"alpha": [1.5, 2.0]}, {}, {})
+       for m in ["logpdf", "pdf"]},
+    **{f"poisson.{m}": (getattr(S.poisson, m), [1.0, 3.0, 0.5], {"mu": 2.0}, {"loc": 1.0}, {"mu": -1.0})
+       for m in ["logpmf", "pmf"]},
+    **{f"bernoulli.{m}": (getattr(S.bernoulli, m), [1.0, 2.0, 0.5], {"p": 0.3}, {"loc": 1.0}, {"p": 2.0})
+       for m in ["logpmf", "pmf"]},
+}
+FLOATS = [np.float32, np.float64]
+
+
+def _dtype(v: Any) -> Any:
+    return (v._data if type(v) is Tensor else np.asarray(v)).dtype
+
+
+def _total(f: Any) -> Any:
+    return lambda x, params: lp.sum(f(x, **params))
+
+
+def test_the_dtype_cases_cover_every_method() -> None:
+    methods = {f"{name}.{m}" for name in S.__all__ for m in dir(getattr(S, name)) if not m.startswith("_")}
+    assert methods == set(DTYPE_CASES)
+
+
+@pytest.mark.parametrize("zero_d", [False, True])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(DTYPE_CASES))
+def test_python_numbers_take_the_dtype_of_the_arrays(name: str, dtype: Any, zero_d: bool) -> None:
+    # the defaults (loc=0.0, scale=1.0, cov=1.0) and Python-number parameters, as NumPy 2 applies them
+    f, xs, required, optional, _ = DTYPE_CASES[name]
+    if zero_d and name.startswith("dirichlet"):
+        return  # (a point of the simplex has a component per parameter)
+    x = np.asarray(xs[0] if zero_d else xs, dtype)
+    numbers = {k: v if isinstance(v, float) else np.asarray(v, dtype) for k, v in required.items()}
+    for params in [numbers, {**numbers, **optional}]:
+        assert _dtype(f(x, **params)) == dtype
+        assert _dtype(lp.grad(_total(f))(x, params)) == dtype
+        # a Python number as x, with an array parameter, as NumPy 2 does
+        arrays = {k: np.asarray(v, dtype) for k, v in params.items()}
+        if arrays and not name.startswith("dirichlet"):
+            assert _dtype(f(xs[0], **arrays)) == dtype
+
+
+@pytest.mark.parametrize("invalid", [False, True])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(DTYPE_CASES))
+def test_tensor_parameters_keep_their_dtype_in_values_and_gradients(name: str, dtype: Any, invalid: bool) -> None:
+    f, xs, required, optional, bad = DTYPE_CASES[name]
+    if invalid and not bad:
+        return  # (multivariate_normal and dirichlet raise on invalid parameters)
+    params = {k: Tensor(np.asarray(v, dtype)) for k, v in {**required, **optional, **(bad if invalid else {})}.items()}
+    x = Tensor(np.asarray(xs, dtype))
+    value = f(x, **params)
+    assert _dtype(value) == dtype
+    assert np.isnan(value._data).any() == invalid
+    gx, gp = lp.grad(_total(f), argnums=(0, 1))(x, params)
+    assert {_dtype(g) for g in [gx, *gp.values()]} == {np.dtype(dtype)}
+    if invalid:
+        assert all(np.isnan(g._data).all() for g in gp.values() if g.shape == ())
+
+
+@pytest.mark.parametrize("name", sorted(DTYPE_CASES))
+def test_float64_still_wins_and_numbers_alone_are_float64(name: str) -> None:
+    f, xs, required, optional, _ = DTYPE_CASES[name]
+    params = {**required, **optional}
+    x32 = np.asarray(xs, np.float32)
+    some = {k: np.asarray(v, np.float32) for k, v in params.items()}
+    first = sorted(params)[0]
+    wide = np.asarray(params[first], np.float64).reshape(-1)  # (with an axis: NumPy 1.x takes a 0-d array as a number)
+    assert _dtype(f(x32, **{**some, first: wide})) == np.float64
+    if not name.startswith("dirichlet"):
+        assert _dtype(f(xs[0], **params)) == np.float64
+        assert _dtype(f(np.asarray(xs, np.float64), **params)) == np.float64
