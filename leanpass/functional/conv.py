@@ -383,25 +383,26 @@ def _wgrad_raw(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: Pads
 _G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
                [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], dtype=np.float64)
 WINOGRAD_MIN_CHANNELS = 32  # below this, its fixed cost of ~150 NumPy calls outweighs the saved multiplications
-WINOGRAD_MAX_RANGE = 32  # Winograd only for arrays with no magnitude above this many times their mean magnitude
+WINOGRAD_MAX_RANGE = 32  # Winograd only for arrays with no magnitude above this many times their mean nonzero one
 
 
 def _in_range(a: Any) -> bool:
-    """Whether ``a`` is finite with no magnitude above ``WINOGRAD_MAX_RANGE`` times its mean magnitude.
+    """Whether ``a`` is finite with no magnitude above ``WINOGRAD_MAX_RANGE`` times the mean of its nonzero ones.
 
     Winograd's transforms mix the 6x6 pixels of a tile and the 3x3 taps of a kernel, so an output's
     rounding error follows the largest magnitude in its tile rather than its own window's: a value far
     above the rest would move outputs it does not reach, and an inf or a NaN would spread over its tile.
-    Such arrays take im2col (docs/performance.md states the bound this keeps). Two reductions of
-    ``|a|``; under ``jit`` they are traced and the outcome is a guard of the program, kept under
-    ``strict=True`` too (either way the result is the convolution).
+    Such arrays take im2col (docs/performance.md states the bound this keeps). Zeros add no rounding
+    error, so they do not count: a sparse array (a relu's output, a max pooling's cotangent) keeps
+    Winograd. Three reductions of ``|a|``; under ``jit`` they are traced and the outcome is a guard of
+    the program, kept under ``strict=True`` too (either way the result is the convolution).
     """
     if a.size == 0:
         return True
     mags = np.abs(a.ravel(order="K"))  # (in the order of memory: the same sums eager and under jit)
     with np.errstate(over="ignore", invalid="ignore"):
         total = mags.sum()
-        ok = np.isfinite(total) & (mags.max() * (a.size / WINOGRAD_MAX_RANGE) <= total)
+        ok = np.isfinite(total) & (mags.max() * (np.count_nonzero(mags > 0) / WINOGRAD_MAX_RANGE) <= total)
     return bool(ok) if type(ok) is np.bool_ else ok._tr.guard(ok, "choice", "a convolution's choice of algorithm")
 
 
