@@ -16,8 +16,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import functional
-from . import numpy_dispatch as _numpy_dispatch  # noqa: F401 (installs NumPy dispatch on Tensor)
-from .ops import (
+from .core.tensor import ConversionError, Tensor, apply, no_grad, stop_gradient
+from .core.tree import register_pytree, tree_flatten, tree_map, tree_unflatten
+from .numpy import dispatch as _numpy_dispatch  # noqa: F401 (installs NumPy dispatch on Tensor)
+from .numpy.arrays import *  # noqa: F403 - NumPy's array-arranging functions (vstack, tile, diagonal, ...)
+from .numpy.arrays import __all__ as _arrays_all
+from .numpy.basics import (
     abs,
     add,
     astype,
@@ -68,15 +72,11 @@ from .ops import (
     var,
     where,
 )
-from .ops_arrays import *  # noqa: F403 - NumPy's array-arranging functions (vstack, tile, diagonal, ...)
-from .ops_arrays import __all__ as _arrays_all
-from .ops_contract import *  # noqa: F403 - NumPy's products (dot, tensordot, kron, cross, ...)
-from .ops_contract import __all__ as _contract_all
-from .ops_math import *  # noqa: F403 - NumPy's math (log1p, arctan2, erf, prod, cumsum, sort, median, ...)
-from .ops_math import __all__ as _math_all
-from .tensor import ConversionError, Tensor, apply, no_grad, stop_gradient
-from .transforms import grad, value_and_grad, vjp
-from .tree import register_pytree, tree_flatten, tree_map, tree_unflatten
+from .numpy.math import *  # noqa: F403 - NumPy's math (log1p, arctan2, erf, prod, cumsum, sort, median, ...)
+from .numpy.math import __all__ as _math_all
+from .numpy.products import *  # noqa: F403 - NumPy's products (dot, tensordot, kron, cross, ...)
+from .numpy.products import __all__ as _contract_all
+from .transforms.reverse import grad, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
@@ -97,26 +97,25 @@ __all__ += [*_math_all, *_contract_all, *_arrays_all]
 __all__ += ["jvp", "jacfwd", "jacrev"]
 del np
 
-# The training side (nn, optim, losses, data, datasets, save/load) loads on first use, so that
-# `import leanpass` stays cheap for code that only differentiates.
-_LAZY = {"nn": "nn", "optim": "optim", "losses": "losses", "data": "data", "datasets": "datasets",
+# Everything past differentiation (nn, optim, losses, data, checkpoints, transforms beyond grad, the
+# SciPy-style functions, convolutions) loads on first use, so that `import leanpass` stays cheap for
+# code that only differentiates. Name -> the module that defines it.
+_LAZY = {"nn": "nn", "optim": "optim", "losses": "nn.losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint", "CheckpointError": "checkpoint",
-         "vmap": "batching"}
-_LAZY.update({"linalg": "linalg", "special": "special", "stats": "stats"})  # NumPy's linalg, SciPy's special and stats
-_LAZY["jit"] = "tracing"  # lp.jit (leanpass/tracing.py loads on first use)
-# Forward mode and whole Jacobians load on first use too.
-_LAZY.update({"jvp": "forward", "jacfwd": "jacobians", "jacrev": "jacobians", "jacobian": "jacobians",
-              "hessian": "jacobians", "hvp": "jacobians"})
-# Convolutions, pooling, padding and normalisation (leanpass/convolution.py) load on first use too.
-_LAZY.update({name: "convolution" for name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d",
-                                              "avg_pool1d", "avg_pool2d", "pad", "batch_norm", "group_norm")})
-_LAZY.update({"to_dot": "graph", "draw_graph": "graph", "debug_nans": "debug"})  # the graph picture, NaN hunting
+         "linalg": "numpy.linalg", "special": "scipy.special", "stats": "scipy.stats",
+         "vmap": "transforms.vmap.batching", "jit": "transforms.jit.tracing", "jvp": "transforms.forward",
+         **{name: "transforms.jacobians" for name in ("jacfwd", "jacrev", "jacobian", "hessian", "hvp")},
+         **{name: "numpy.convolution" for name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool1d",
+                                                   "max_pool2d", "avg_pool1d", "avg_pool2d", "pad", "batch_norm",
+                                                   "group_norm")},
+         "to_dot": "tools.graph", "draw_graph": "tools.graph", "debug_nans": "tools.debug"}
 
 if TYPE_CHECKING:
-    from . import data, datasets, linalg, losses, nn, optim, special, stats
-    from .batching import vmap
+    from . import data, datasets, nn, optim
     from .checkpoint import CheckpointError, load, save
-    from .convolution import (
+    from .nn import losses
+    from .numpy import linalg
+    from .numpy.convolution import (
         avg_pool1d,
         avg_pool2d,
         batch_norm,
@@ -128,11 +127,13 @@ if TYPE_CHECKING:
         max_pool2d,
         pad,
     )
-    from .debug import debug_nans
-    from .forward import jvp
-    from .graph import draw_graph, to_dot
-    from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
-    from .tracing import jit
+    from .scipy import special, stats
+    from .tools.debug import debug_nans
+    from .tools.graph import draw_graph, to_dot
+    from .transforms.forward import jvp
+    from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
+    from .transforms.jit.tracing import jit
+    from .transforms.vmap.batching import vmap
 
 
 def __getattr__(name: str) -> Any:
@@ -142,7 +143,7 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     loaded = importlib.import_module(f".{module}", __name__)
-    value = loaded if module == name else getattr(loaded, name)
+    value = loaded if module.rpartition(".")[2] == name else getattr(loaded, name)
     globals()[name] = value
     return value
 

@@ -40,9 +40,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from . import tree as _tree
-from .tensor import Tensor, _const
-from .tree import TreeDef, tree_flatten, tree_unflatten
+from .core import tree as _tree
+from .core.tensor import Tensor, _const
+from .core.tree import TreeDef, tree_flatten, tree_unflatten
 
 __all__ = ["save", "load", "CheckpointError"]
 
@@ -167,11 +167,19 @@ def _encode(td: TreeDef, path: str, paths: list[str]) -> Any:
     return node
 
 
+# Classes whose module path changed since a checkpoint could name them: old prefix -> new.
+_MOVED = {"leanpass.conv_layers.": "leanpass.nn."}
+
+
 def _registered(name: str, where: str) -> Any:
+    for old, new in _MOVED.items():
+        if name.startswith(old):
+            name = new + name[len(old):]
     if name.startswith(("leanpass.nn.", "leanpass.optim.")):  # our own classes: load their module
         import importlib
 
-        importlib.import_module(name.rsplit(".", 1)[0])
+        module, _, attr = name.rpartition(".")
+        getattr(importlib.import_module(module), attr, None)  # (nn's conv layers load on first use)
     for cls in _tree._REGISTRY:
         if isinstance(cls, type) and _class_name(cls) == name:
             return cls

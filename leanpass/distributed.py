@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from .checkpoint import _child_names, _class_name
-from .tensor import Tensor, _const, _next_seq
-from .tree import TreeDef, repeats, tree_flatten, tree_unflatten
+from .core.tensor import Tensor, _const, _next_seq
+from .core.tree import TreeDef, repeats, tree_flatten, tree_unflatten
 
 __all__ = ["is_available", "rank", "world_size", "all_reduce_mean", "broadcast", "check_in_sync", "barrier",
            "timeout", "set_timeout", "OutOfSyncError", "MPI_MISSING"]

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .tensor import Tensor
-from .transforms import vjp
-from .tree import tree_flatten
+from .core.tensor import Tensor
+from .core.tree import tree_flatten
+from .transforms.reverse import vjp
 
 
 def _to_f64(x: Any) -> np.ndarray:
@@ -77,7 +77,7 @@ def check_grads(
 
 
 def _unflatten_like(treedef: Any, leaves: list[np.ndarray]) -> Any:
-    from .tree import tree_unflatten
+    from .core.tree import tree_unflatten
 
     return tree_unflatten(treedef, leaves)
 

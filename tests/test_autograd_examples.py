@@ -15,7 +15,7 @@ import pytest
 from autograd_programs import PROGRAMS, Backend
 
 import leanpass as lp
-from leanpass.tree import tree_flatten
+from leanpass.core.tree import tree_flatten
 
 AUTOGRAD = {'gaussian_process': {'start': [22.88260527792439,
                                 [-0.8245245382849364, 8.223418235715675, 1.1535501262815948, -0.5227085477631478]],

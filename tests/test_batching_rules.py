@@ -127,7 +127,7 @@ def test_rule_equals_stacking(name: str) -> None:
 def test_a_rule_named_after_a_numpy_function_batches_only_that_function() -> None:
     # On a NumPy without np.linalg.matrix_transpose (1.x), matrix_transpose's rule was registered
     # under np.linalg.inv instead, and vmap(np.linalg.inv) returned each matrix transposed.
-    from leanpass.batching import RULES
+    from leanpass.transforms.vmap.batching import RULES
 
     for func, rule in RULES.items():
         if rule.__name__.startswith("_"):  # (a rule written for one function: _where, _solve, ...)

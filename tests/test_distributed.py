@@ -348,7 +348,7 @@ def test_bad_input_is_a_clear_error_on_one_process():
     class StandIn:  # what a tracing transform puts inside Tensors while it records
         shape, dtype = (2,), np.dtype(np.float64)
 
-    from leanpass.tensor import _const
+    from leanpass.core.tensor import _const
 
     with pytest.raises(TypeError, match=r"the leaf \['w'\] holds a StandIn, not a NumPy array: all_reduce_mean is "
                                         "being traced"):

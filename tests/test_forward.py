@@ -369,7 +369,7 @@ def test_jvps_in_threads_and_gradients_beside_them() -> None:
     # another thread meanwhile are unaffected, and once none runs the recorders' hook is unset.
     import threading
 
-    from leanpass import tensor as tensor_module
+    from leanpass.core import tensor as tensor_module
 
     errors: list[BaseException] = []
 

@@ -11,9 +11,10 @@ import pytest
 from op_samples import differentiable, every_sample
 
 import leanpass as lp
-from leanpass import Tensor, forward
+from leanpass import Tensor
 from leanpass import functional as F
-from leanpass.forward import transposed_vjp
+from leanpass.transforms import forward
+from leanpass.transforms.forward import transposed_vjp
 
 SAMPLES = every_sample()
 NAMES = sorted(SAMPLES)  # an op's name, or name/variant

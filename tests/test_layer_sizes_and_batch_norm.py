@@ -16,7 +16,7 @@ import pytest
 
 import leanpass as lp
 from leanpass import nn
-from leanpass.tensor import Tensor
+from leanpass.core.tensor import Tensor
 
 
 # ----- zero-size layers ------------------------------------------------------------------------------------

@@ -158,7 +158,7 @@ def test_a_module_class_unflattened_before_its_first_flatten():
         right: object
         _static = ("tag",)
 
-    from leanpass.tree import _LEAF, TreeDef
+    from leanpass.core.tree import _LEAF, TreeDef
 
     pair = lp.tree_unflatten(TreeDef(Pair, ("t",), (_LEAF, _LEAF)), [1.0, 2.0])
     assert (pair.left, pair.tag, pair.right) == (1.0, "t", 2.0)
@@ -222,11 +222,11 @@ def test_eager_backward_through_a_trainable_model():
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
-# ----- the remembered flatten of frozen modules (leanpass.tree) ------------------------------------
+# ----- the remembered flatten of frozen modules (leanpass.core.tree) ------------------------------------
 def _walked(tree):
     """What a fresh walk gives (the cache bypassed: a shallow copy made without its entry)."""
     fresh = object.__new__(type(tree))
-    fresh.__dict__.update({k: v for k, v in vars(tree).items() if k != lp.tree._CACHE})
+    fresh.__dict__.update({k: v for k, v in vars(tree).items() if k != lp.core.tree._CACHE})
     return lp.tree_flatten(fresh)
 
 
@@ -312,7 +312,7 @@ def test_a_module_holding_a_list_or_dict_is_never_remembered():
         else:
             children["j"] = lp.Tensor([3.0])
         after = lp.tree_flatten(module)[0]
-        assert len(after) == len(before) + 1 and lp.tree._CACHE not in vars(module)
+        assert len(after) == len(before) + 1 and lp.core.tree._CACHE not in vars(module)
 
 
 def test_registering_a_pytree_type_later_forgets_remembered_flattens():
@@ -331,7 +331,7 @@ def test_registering_a_pytree_type_later_forgets_remembered_flattens():
         odd = lp.tree_unflatten(treedef, [Box((1.0, 2.0)), leaves_[1]])  # now a container given as a leaf
         assert lp.tree_flatten(odd)[0] == [1.0, 2.0, leaves_[1]]
     finally:
-        del lp.tree._REGISTRY[Box]
+        del lp.core.tree._REGISTRY[Box]
 
 
 def test_a_dropped_model_and_its_arrays_die_without_the_cycle_collector():
@@ -348,7 +348,7 @@ def test_a_dropped_model_and_its_arrays_die_without_the_cycle_collector():
             grads = lp.grad(lambda m: losses.cross_entropy(m(x), y))(model)
             updates, state = opt.update(grads, state, model)
             model = lp.optim.apply_updates(model, updates)
-        assert lp.tree._CACHE in vars(model) and lp.tree._CACHE in vars(grads)
+        assert lp.core.tree._CACHE in vars(model) and lp.core.tree._CACHE in vars(grads)
         refs = [weakref.ref(obj) for obj in (model, grads, updates, *lp.tree_flatten(model)[0],
                                                *(t._data for t in lp.tree_flatten(model)[0]))]
         del model, grads, updates, state
@@ -365,4 +365,4 @@ def test_a_module_that_is_not_a_frozen_dataclass_is_never_remembered():
     module = Loose(lp.Tensor([1.0]))
     lp.tree_flatten(module)
     module.w = lp.Tensor([2.0])
-    assert lp.tree_flatten(module)[0] == [module.w] and lp.tree._CACHE not in vars(module)
+    assert lp.tree_flatten(module)[0] == [module.w] and lp.core.tree._CACHE not in vars(module)

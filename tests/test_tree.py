@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leanpass import Tensor, register_pytree, tree_flatten, tree_map, tree_unflatten
-from leanpass.tree import tree_num_leaves
+from leanpass.core.tree import tree_num_leaves
 
 
 class Point(NamedTuple):

@@ -56,7 +56,7 @@ _Tensor: Any = None  # leanpass.tensor.Tensor, once the Tensor layer is loaded
 def _is_tensor(a: Any) -> bool:
     global _Tensor
     if _Tensor is None:
-        from ..tensor import Tensor
+        from ..core.tensor import Tensor
 
         _Tensor = Tensor
     return type(a) is _Tensor

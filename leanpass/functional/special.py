@@ -336,7 +336,7 @@ def _elementwise(name: str) -> Callable[..., Any]:
     values, derivative = ELEMENTWISE[name]
 
     def op(x: Any, *params: Any) -> tuple[Any, Any]:
-        from ..tensor import Tensor, apply
+        from ..core.tensor import Tensor, apply
 
         if type(x) is Tensor:  # a differentiable backward pass replays the op: record it
             ans = apply(op, name, x, *params)
@@ -433,7 +433,7 @@ def xlog1py(x: Any, y: Any) -> tuple[Any, Any]:
 
 
 def _x_log(x: Any, y: Any, name: str) -> tuple[Any, Any]:
-    from ..tensor import Tensor, apply
+    from ..core.tensor import Tensor, apply
 
     op = xlogy if name == "xlogy" else xlog1py
     if type(x) is Tensor or type(y) is Tensor:
@@ -512,7 +512,7 @@ def betaln(a: Any, b: Any) -> tuple[Any, Any]:
     >>> betaln(np.array(1e10), np.array(1.0))[0].round(10)
     np.float64(-23.0258509299)
     """
-    from ..tensor import Tensor, apply
+    from ..core.tensor import Tensor, apply
 
     if type(a) is Tensor or type(b) is Tensor:
         ans: Any = apply(betaln, "betaln", a, b)

@@ -35,12 +35,23 @@ from typing import Any
 
 import numpy as np
 
-from . import functional as F
-from . import tensor as _tensor
-from .engine import _depth, _level, reverse_pass
-from .tensor import _ABSENT, CustomVJP, Tensor, _Building, _const, _grad_enabled, _has_nan, _next_seq, _node, _shapes
-from .transforms import _split_aux, _Traced
-from .tree import _first_difference, tree_flatten, tree_unflatten
+from .. import functional as F
+from ..core import tensor as _tensor
+from ..core.engine import _depth, _level, reverse_pass
+from ..core.tensor import (
+    _ABSENT,
+    CustomVJP,
+    Tensor,
+    _Building,
+    _const,
+    _grad_enabled,
+    _has_nan,
+    _next_seq,
+    _node,
+    _shapes,
+)
+from ..core.tree import _first_difference, tree_flatten, tree_unflatten
+from .reverse import _split_aux, _Traced
 
 
 class Sweep:
@@ -471,7 +482,7 @@ def _check_tied(first: tuple[Any, int, int], then: tuple[Any, int, int], primals
     except (TypeError, ValueError):  # values not known here (a stand-in of vmap or jit)
         same = False
     if not same:
-        from .optim import _leaf_paths  # (the error path only)
+        from ..optim import _leaf_paths  # (the error path only)
 
         where = [f"primals[{i}]{_leaf_paths(tree_flatten(primals[i])[1])[j].replace('<root>', '')}"
                  for _, i, j in (first, then)]

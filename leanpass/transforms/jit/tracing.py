@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from . import tensor as _tensor_module
-from . import tree as _tree
-from .engine import _depth
-from .functional import _lift
-from .tensor import Tensor, _const, _next_seq
+from ...core import tensor as _tensor_module
+from ...core import tree as _tree
+from ...core.engine import _depth
+from ...core.tensor import Tensor, _const, _next_seq
+from ...functional import _lift
 
 __all__ = ["jit", "TracedArray", "Jitted"]
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from . import functional as F
-from .functional import _lift
-from .ops import _axis, _tensor, broadcast_to, concatenate, reshape, split, transpose, where
-from .tensor import ArrayLike, Tensor, _value, apply
+from .. import functional as F
+from ..core.tensor import ArrayLike, Tensor, _value, apply
+from ..functional import _lift
+from .basics import _axis, _tensor, broadcast_to, concatenate, reshape, split, transpose, where
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -554,7 +554,7 @@ def full(shape: Any, fill_value: ArrayLike, dtype: Any = None) -> Tensor:
     >>> lp.grad(lambda c: lp.full((2, 3), c).sum())(np.array(2.0))
     array(6.)
     """
-    from .ops import astype
+    from .basics import astype
 
     v = _tensor(fill_value)
     if type(v) is not Tensor:

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from . import functional as F
+from .. import functional as F
+from ..functional.unary import _pass_through
 from . import tensor as _tensor
-from .functional.unary import _pass_through
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled
 from .tree import tree_flatten
 

@@ -10,9 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from . import functional as F
-from .functional import _lift
-from .tensor import (
+from .. import functional as F
+from ..core.tensor import (
     ArrayLike,
     Tensor,
     _astype,
@@ -25,6 +24,7 @@ from .tensor import (
     _value,
     apply,
 )
+from ..functional import _lift
 
 
 def _tensor(x: ArrayLike) -> Any:

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .ops import _axis, _tensor, einsum, matmul, multiply, reshape, stack
-from .ops_arrays import moveaxis
-from .tensor import ArrayLike, Tensor, _value
+from ..core.tensor import ArrayLike, Tensor, _value
+from .arrays import moveaxis
+from .basics import _axis, _tensor, einsum, matmul, multiply, reshape, stack
 
 
 def _nd(x: Any) -> int:

@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from . import linalg, special
-from .functional._lift import as_dtype_of
-from .ops import exp as _exp
-from .ops import log as _log
-from .ops import sum as _sum
-from .ops import where as _where
-from .tensor import ArrayLike, Tensor, _value
+from ..core.tensor import ArrayLike, Tensor, _value
+from ..functional._lift import as_dtype_of
+from ..numpy import linalg
+from ..numpy.basics import exp as _exp
+from ..numpy.basics import log as _log
+from ..numpy.basics import sum as _sum
+from ..numpy.basics import where as _where
+from . import special
 
 __all__ = ["norm", "multivariate_normal", "t", "beta", "gamma", "dirichlet", "poisson", "bernoulli"]
 

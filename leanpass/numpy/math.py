@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from . import functional as F
-from .functional import _lift
-from .functional._lift import weak
-from .ops import _axis, _tensor, concatenate, flatten, mean, reshape, sum, where
-from .ops import max as _max
-from .ops import min as _min
-from .ops_arrays import moveaxis, take_along_axis
-from .tensor import ArrayLike, Tensor, _binary, _unary, _value
+from .. import functional as F
+from ..core.tensor import ArrayLike, Tensor, _binary, _unary, _value
+from ..functional import _lift
+from ..functional._lift import weak
+from .arrays import moveaxis, take_along_axis
+from .basics import _axis, _tensor, concatenate, flatten, mean, reshape, sum, where
+from .basics import max as _max
+from .basics import min as _min
 
 
 def _unary_function(name: str) -> Callable[..., Tensor]:
@@ -330,7 +330,7 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: Any = None, append: 
 
 
 def _broadcast_value(v: Any, shape: tuple[int, ...]) -> Any:
-    from .ops import broadcast_to
+    from .basics import broadcast_to
 
     return broadcast_to(_tensor(v), shape) if type(v) is Tensor else np.broadcast_to(v, shape)
 
@@ -342,7 +342,7 @@ def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tens
     array([[1., 0.],
            [0., 1.]])
     """
-    from .ops_arrays import diagonal
+    from .arrays import diagonal
 
     return sum(diagonal(_tensor(a), offset, axis1, axis2), axis=-1)
 

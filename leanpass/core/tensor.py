@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import functional as F
-from .functional import _lift
+from .. import functional as F
+from ..functional import _lift
 from .tree import tree_flatten, tree_unflatten
 
 # Which trace bits may record right now: -1 (all) normally, 0 inside ``no_grad()``.
@@ -517,7 +517,7 @@ class Tensor:
 
     def take(self, indices: Any, axis: int | None = None) -> Tensor:
         """Elements (or slices along ``axis``) at ``indices``; see ``leanpass.take``."""
-        from .ops import take
+        from ..numpy.basics import take
 
         return take(self, indices, axis)
 
@@ -540,25 +540,25 @@ class Tensor:
 
     def dot(self, other: ArrayLike) -> Tensor:
         """``np.dot(self, other)``; see ``leanpass.dot``."""
-        from .ops_contract import dot
+        from ..numpy.products import dot
 
         return dot(self, other)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
         """The sum along a diagonal; see ``leanpass.trace``."""
-        from .ops_math import trace
+        from ..numpy.math import trace
 
         return trace(self, offset, axis1, axis2)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
         """A diagonal, as the last axis; see ``leanpass.diagonal``."""
-        from .ops_arrays import diagonal
+        from ..numpy.arrays import diagonal
 
         return diagonal(self, offset, axis1, axis2)
 
     def repeat(self, repeats: Any, axis: int | None = None) -> Tensor:
         """Entries repeated along ``axis``; see ``leanpass.repeat``."""
-        from .ops_arrays import repeat
+        from ..numpy.arrays import repeat
 
         return repeat(self, repeats, axis)
 
@@ -871,7 +871,7 @@ def _escape(t: Tensor, what: str) -> ConversionError:
     where = f"is being differentiated ({_transforms_running(t)})" if t._trace > 1 else "requires grad"
     caller = _foreign_caller()
     if caller is not None and caller.startswith("scipy"):
-        from .special import _scipy_hint  # (the error path only: it walks the stack)
+        from ..scipy.special import _scipy_hint  # (the error path only: it walks the stack)
 
         named = _scipy_hint()
         if named is not None:
@@ -897,7 +897,8 @@ def _escape(t: Tensor, what: str) -> ConversionError:
 
 # Frames of LeanPass functions that run a user's function under a transform, by (module, function):
 # a transform's inputs (``_Traced.__init__``, whose ``where`` names it), and vmap's and hvp's wrappers.
-_WRAPPERS = {("leanpass.batching", "mapped"): "vmap", ("leanpass.jacobians", "product"): "hvp"}
+_WRAPPERS = {("leanpass.transforms.vmap.batching", "mapped"): "vmap",
+             ("leanpass.transforms.jacobians", "product"): "hvp"}
 
 
 def _transforms_running(t: Tensor) -> str:
@@ -911,7 +912,7 @@ def _transforms_running(t: Tensor) -> str:
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         code = frame.f_code.co_name
-        if module == "leanpass.transforms" and code == "__init__" and "where" in frame.f_code.co_varnames:
+        if module == "leanpass.transforms.reverse" and code == "__init__" and "where" in frame.f_code.co_varnames:
             bit = frame.f_locals.get("bit")
             if isinstance(bit, int) and t._trace & bit:
                 names.append(str(frame.f_locals.get("where")))

@@ -16,17 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from . import functional as F
-from .ops import _tensor
-from .ops import exp as _exp
-from .ops import log as _log
-from .ops import log_softmax as _log_softmax
-from .ops import logsumexp as _logsumexp
-from .ops import sigmoid as _sigmoid
-from .ops import softmax as _softmax
-from .ops import sum as _sum
-from .ops import where as _where
-from .tensor import ArrayLike, Tensor, _value, apply
+from .. import functional as F
+from ..core.tensor import ArrayLike, Tensor, _value, apply
+from ..numpy.basics import _tensor
+from ..numpy.basics import exp as _exp
+from ..numpy.basics import log as _log
+from ..numpy.basics import log_softmax as _log_softmax
+from ..numpy.basics import logsumexp as _logsumexp
+from ..numpy.basics import sigmoid as _sigmoid
+from ..numpy.basics import softmax as _softmax
+from ..numpy.basics import sum as _sum
+from ..numpy.basics import where as _where
 
 __all__ = ["gammaln", "digamma", "psi", "polygamma", "betaln", "expit", "logit", "logsumexp", "erf",
            "erfc", "erfinv", "ndtr", "log_ndtr", "xlogy", "xlog1py", "softmax", "log_softmax", "i0e", "i1e"]
@@ -247,10 +247,11 @@ def _leanpass_name(package: str, obj: str | None, func: str) -> str | None:
     import importlib
 
     short = package.split(".")[1] if package.count(".") >= 1 else ""
-    module = {"special": "special", "stats": "stats", "linalg": "linalg"}.get(short)
-    if module is None:
+    path = {"special": "scipy.special", "stats": "scipy.stats", "linalg": "numpy.linalg"}.get(short)
+    if path is None:
         return None
-    mod = importlib.import_module(f"leanpass.{module}")
+    module = short
+    mod = importlib.import_module(f"leanpass.{path}")
     target: Any = getattr(mod, obj, None) if obj else mod
     if target is None or not callable(getattr(target, func, None)):
         return None

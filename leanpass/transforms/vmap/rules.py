@@ -2,11 +2,11 @@
 
 Each rule is called with the arguments of one per-example call and the ``vmap`` level, and
 makes one NumPy call on the whole batch (the batched values have the batch axis in front).
-They register themselves in ``leanpass.batching.RULES``; the ufuncs, indexing and the
-operators are batched in ``leanpass.batching`` itself.
+They register themselves in ``leanpass.transforms.vmap.batching.RULES``; the ufuncs, indexing and the
+operators are batched in ``leanpass.transforms.vmap.batching`` itself.
 
 >>> import numpy as np
->>> from leanpass.batching import RULES
+>>> from leanpass.transforms.vmap.batching import RULES
 >>> np.einsum in RULES and np.linalg.solve in RULES
 True
 """
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy._globals import _NoValue  # (np._NoValue, which NumPy 1.x's stubs do not declare)
 
+from ...functional.linalg import rhs_is_vector
 from .batching import (
     RULES,
     Batched,
@@ -33,7 +34,6 @@ from .batching import (
     _spread,
     _spread_like,
 )
-from .functional.linalg import rhs_is_vector
 
 _f: Any  # (the loop variables of the registrations below)
 _call: Any

@@ -16,8 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from . import ops, ops_arrays, ops_contract, ops_math
-from .tensor import Tensor, _value
+from ..core.tensor import Tensor, _value
+from . import arrays as ops_arrays
+from . import basics as ops
+from . import math as ops_math
+from . import products as ops_contract
 
 _IN_PLACE = (
     "out= cannot be used with Tensors (nor can in-place operators such as arr += t): LeanPass "
@@ -140,7 +143,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
         _check_kwargs(name, kwargs, ("axis", "keepdims"))
         return _REDUCES[ufunc](inputs[0], axis=kwargs.get("axis", 0), keepdims=bool(kwargs.get("keepdims", False)))
     if not name.startswith("np."):  # a SciPy ufunc, say: name the LeanPass function where there is one
-        from .special import scipy_ufunc_hint
+        from ..scipy.special import scipy_ufunc_hint
 
         raise TypeError(scipy_ufunc_hint(ufunc) or (
             f"{name} is not differentiable in LeanPass: it cannot see through a Tensor. LeanPass has "
@@ -525,7 +528,7 @@ def _install() -> None:
     """Make Tensor's ``__array_ufunc__`` / ``__array_function__`` route through this module."""
     import sys
 
-    from . import tensor
+    from ..core import tensor
 
     tensor._numpy_dispatch = sys.modules[__name__]
 

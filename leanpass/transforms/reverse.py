@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from . import tensor as _tensor
-from .engine import _depth, _level, _outside, _real_cotangent, check_outside, reverse_pass
-from .functional import _lift
-from .functional.unary import _pass_through
-from .tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
-from .tree import repeats, tree_flatten, tree_map, tree_unflatten
+from ..core import tensor as _tensor
+from ..core.engine import _depth, _level, _outside, _real_cotangent, check_outside, reverse_pass
+from ..core.tensor import Tensor, _const, _grad_enabled, _grad_mask, _mask_get, _next_seq, _node
+from ..core.tree import repeats, tree_flatten, tree_map, tree_unflatten
+from ..functional import _lift
+from ..functional.unary import _pass_through
 
 
 def _fresh(x: Any, bit: int, where: str) -> Tensor:

@@ -35,10 +35,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .functional import _lift
-from .functional._lift import weak
-from .tensor import Tensor, _const
-from .tree import register_pytree, repeats, tree_flatten, tree_unflatten
+from ..core.tensor import Tensor, _const
+from ..core.tree import register_pytree, repeats, tree_flatten, tree_unflatten
+from ..functional import _lift
+from ..functional._lift import weak
 
 __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
@@ -144,7 +144,7 @@ def _shapes_named(where: str) -> Callable[[Callable[..., Any]], Callable[..., An
 
 def _leaf_paths(treedef: Any) -> list[str]:
     """The paths of a tree's leaves, in order (``.layers[0].weight``, ``['w']``), for error messages."""
-    from .checkpoint import _child_names
+    from ..checkpoint import _child_names
 
     paths: list[str] = []
     stack = [(treedef, "")]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import tensor as _tensor
+from ..core import tensor as _tensor
 
 __all__ = ["debug_nans"]
 

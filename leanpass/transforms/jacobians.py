@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor, _const
+from ..core.tree import _first_difference, tree_flatten, tree_unflatten
+from ..functional import _lift
 from .forward import Sweep, jvp
-from .functional import _lift
-from .tensor import Tensor, _const
-from .transforms import _split_aux, _Traced, grad
-from .tree import _first_difference, tree_flatten, tree_unflatten
+from .reverse import _split_aux, _Traced, grad
 
 Argnums = int | tuple[int, ...]
 
@@ -58,7 +58,7 @@ def _block(pieces: list[Any], axis: int, shape: tuple[int, ...], like: Any, dtyp
         out = np.zeros(shape, dtype)
         return _const(out) if nested or type(like) is Tensor else out
     if nested or any(type(p) is Tensor for p in pieces):
-        from .ops import stack
+        from ..numpy.basics import stack
 
         # one piece (the gradient of a scalar: the inner half of a Hessian) is only reshaped
         t = (pieces[0] if type(pieces[0]) is Tensor else _const(pieces[0])) if len(pieces) == 1 else stack(

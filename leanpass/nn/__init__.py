@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from . import ops
-from .data import _generator as _check_rng
-from .functional import _lift
-from .tensor import ArrayLike, Tensor, _linear
-from .tree import _CACHE, register_pytree, tree_flatten, tree_map
+from ..core.tensor import ArrayLike, Tensor, _linear
+from ..core.tree import _CACHE, register_pytree, tree_flatten, tree_map
+from ..data import _generator as _check_rng
+from ..functional import _lift
+from ..numpy import basics as ops
 
 DTypeLike = Any  # np.float32, np.float64, "float32", ...
 
@@ -49,7 +49,7 @@ __all__ = [
 
 # ----- activations (plain functions) ------------------------------------------------------------
 # The activations are the Tensor-level ops themselves (one definition, one docstring each).
-from .ops import gelu, leaky_relu, relu, sigmoid, softplus, tanh  # noqa: E402
+from ..numpy.basics import gelu, leaky_relu, relu, sigmoid, softplus, tanh  # noqa: E402
 
 
 def identity(x: ArrayLike) -> Any:
@@ -725,11 +725,11 @@ _CONV_LAYERS = ("Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d",
 
 def __getattr__(name: str) -> Any:
     if name in _CONV_LAYERS:
-        from . import conv_layers
+        from . import conv as conv_layers
 
         return getattr(conv_layers, name)
     raise AttributeError(f"module 'leanpass.nn' has no attribute {name!r}")
 
 
 if TYPE_CHECKING:
-    from .conv_layers import AvgPool2d, BatchNorm, Conv1d, Conv2d, ConvTranspose2d, Flatten, GroupNorm, MaxPool2d
+    from .conv import AvgPool2d, BatchNorm, Conv1d, Conv2d, ConvTranspose2d, Flatten, GroupNorm, MaxPool2d

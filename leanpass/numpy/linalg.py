@@ -18,14 +18,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import functional as F
-from .functional.linalg import unpack_qr, unpack_svd
-from .ops import _as_tensor, _tensor
-from .ops import abs as _abs
-from .ops import max as _max
-from .ops import min as _min
-from .ops import sum as _sum
-from .tensor import ArrayLike, Tensor, _value, apply
+from .. import functional as F
+from ..core.tensor import ArrayLike, Tensor, _value, apply
+from ..functional.linalg import unpack_qr, unpack_svd
+from .basics import _as_tensor, _tensor
+from .basics import abs as _abs
+from .basics import max as _max
+from .basics import min as _min
+from .basics import sum as _sum
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "qr", "pinv",
            "matrix_power", "lstsq", "norm"]

@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from . import engine, forward, tensor
-from .functional import _lift
-from .tensor import Tensor, _const, apply
-from .tree import _REGISTRY, TreeDef, tree_flatten, tree_unflatten
+from ...core import engine, tensor
+from ...core.tensor import Tensor, _const, apply
+from ...core.tree import _REGISTRY, TreeDef, tree_flatten, tree_unflatten
+from ...functional import _lift
+from .. import forward
 
 _next_id = itertools.count(1).__next__
 
@@ -825,7 +826,7 @@ def _paths(td: TreeDef, where: str) -> list[str]:
     elif td.kind in (list, tuple):
         keys = [f"[{i}]" for i in range(len(td.children))]
     else:  # a module: its fields' names (the error path only: nn loads here)
-        from .checkpoint import _child_names
+        from ...checkpoint import _child_names
 
         keys = _child_names(td.kind, len(td.children))
     return [p for k, c in zip(keys, td.children) for p in _paths(c, where + k)]
@@ -1001,12 +1002,12 @@ def _leave(o: Any, axis: Any, lvl: Level, td: TreeDef, i: int) -> Any:
     return _from_batch(data, axis, lvl)[0]
 
 
-from . import batching_rules as _batching_rules  # noqa: E402, F401 (registers the rules of NumPy's functions)
+from . import rules as _batching_rules  # noqa: E402, F401 (registers the rules of NumPy's functions)
 
 
 def _install() -> None:
     """Let the reverse pass sum per-example gradients where they meet shared inputs."""
-    from .functional import _lift
+    from ...functional import _lift
 
     engine._batching = settle
     tensor._PLAIN = (*tensor._PLAIN, Batched)  # type: ignore[assignment]  # (an operand like an array)

@@ -31,12 +31,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from . import convolution as conv
-from . import ops
-from .data import _generator as _check_rng
-from .functional.norms import batch_statistics
-from .nn import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
-from .tensor import ArrayLike, Tensor
+from ..core.tensor import ArrayLike, Tensor
+from ..data import _generator as _check_rng
+from ..functional.norms import batch_statistics
+from ..numpy import basics as ops
+from ..numpy import convolution as conv
+from . import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm"]
 
@@ -406,3 +406,9 @@ class BatchNorm(Module):
 
     def _summary(self) -> str:
         return f"BatchNorm({self.num_features}, eps={self.eps:g}, momentum={self.momentum:g}, axis={self.axis})"
+
+
+# Their public home is ``leanpass.nn`` (the name a checkpoint stores for them, and their repr's module).
+for _layer in (Conv2d, Conv1d, ConvTranspose2d, MaxPool2d, AvgPool2d, Flatten, GroupNorm, BatchNorm):
+    _layer.__module__ = "leanpass.nn"
+del _layer

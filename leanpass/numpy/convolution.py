@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from . import functional as F
-from .tensor import ArrayLike, Tensor, apply
+from .. import functional as F
+from ..core.tensor import ArrayLike, Tensor, apply
 
 IntOrPair = int | tuple[int, int]
 

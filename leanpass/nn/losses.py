@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from . import functional as F
-from . import ops
-from .functional import _lift
-from .tensor import ArrayLike, Tensor, apply
+from .. import functional as F
+from ..core.tensor import ArrayLike, Tensor, apply
+from ..functional import _lift
+from ..numpy import basics as ops
 
 __all__ = ["mse", "cross_entropy", "binary_cross_entropy_with_logits"]
 

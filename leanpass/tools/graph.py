@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .tensor import Tensor, _Absent
+from ..core.tensor import Tensor, _Absent
 
 __all__ = ["to_dot", "draw_graph"]
 
