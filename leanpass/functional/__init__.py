@@ -21,6 +21,7 @@ keeps alive, the NumPy functions of the same meaning, and how ``vmap`` batches i
 (True, True, True)
 """
 
+# ruff: noqa: F401 - the package re-exports its modules' ops by name (their names are in __all__, made below)
 from __future__ import annotations
 
 from typing import Any

@@ -174,7 +174,8 @@ def op(name: str, fn: Callable[..., Any], *, jvp: Any, need: bool = False, keeps
     >>> del REGISTRY["doc_twice"]
     """
     if name in REGISTRY:
-        raise ValueError(f"op {name!r} is registered already (by {REGISTRY[name].module}); give the op a name of its own")
+        raise ValueError(f"op {name!r} is registered already (by {REGISTRY[name].module}): give the op a name "
+                         "of its own")
     if jvp is not TRANSPOSED and not callable(jvp):
         raise TypeError(f"op {name!r}: jvp must be a rule rule(tangents, ans, *inputs) or TRANSPOSED, not {jvp!r}")
     if not isinstance(vmap, str):
@@ -197,5 +198,5 @@ def refuse_batched(rec: Op, raw: Any) -> None:
     """Raise ``rec``'s declared refusal of ``vmap`` if one of the inputs ``raw`` is batched."""
     for r in raw:
         for v in (r if type(r) in (list, tuple) else (r,)):
-            if getattr(type(v), "batched_by_vmap", False):
+            if getattr(type(v), "_lp_batched", False):
                 raise NotImplementedError(f"vmap: op {rec.name!r} cannot be batched: {rec.vmap}")
