@@ -132,8 +132,11 @@ def reverse_pass(
 def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
     """Run ``node``'s rule again on its parent Tensors, so that the VJP itself is recorded."""
     vjp = node._vjp
-    rec = None if type(vjp) is CustomVJP else _REGISTRY[node._op]
-    fn = vjp.fn if rec is None else rec.fn
+    if type(vjp) is CustomVJP:
+        rec, fn = None, vjp.fn
+    else:
+        rec = _REGISTRY[node._op]
+        fn = rec.fn
     parents = node._parents
     token = _depth.set(_depth.get() + 1)  # a transform a rule calls is then recorded too
     _tensor._in_replay += 1  # (debug_nans says "backward" for what is recorded here)
