@@ -86,6 +86,18 @@ def test_the_fields_are_well_formed(name: str) -> None:
     assert all(isinstance(f, np.ufunc) or f.__module__.startswith("numpy") for f in rec.numpy), rec.numpy
 
 
+UFUNC_OPS = sorted((name, f.__name__) for name, rec in RECORDS.items() for f in rec.numpy if isinstance(f, np.ufunc))
+
+
+@pytest.mark.parametrize(("name", "ufunc"), UFUNC_OPS)
+def test_each_ufunc_of_a_record_dispatches_to_its_op(name: str, ufunc: str) -> None:
+    args = every_sample()[SAMPLE_KEYS[name][0]](np.random.default_rng(0))
+    f = getattr(np, ufunc)
+    out = f(*(lp.Tensor(a, requires_grad=True) for a in args[:f.nin]))
+    assert type(out) is lp.Tensor and out._op == name
+    np.testing.assert_allclose(out.detach().numpy(), f(*args[:f.nin]))
+
+
 # ----- registering -------------------------------------------------------------------------------------
 def _twice(x: Any) -> tuple[Any, Any]:
     return 2 * x, lambda g: (2 * g,)
