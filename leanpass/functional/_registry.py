@@ -39,7 +39,8 @@ TRANSPOSED: Any = _Transposed()
 
 BATCHED = "numpy"
 """``vmap="numpy"`` (the default): the op is batched by the batching rules of the NumPy functions it
-calls. Any other string is a refusal: ``vmap`` of the op raises it as its error."""
+calls. Any other string is a refusal: ``vmap`` of the op raises it as its error (``lp.apply`` checks
+it as it records the op on a batched input, so an op that refuses is recorded through ``apply``)."""
 
 
 class Op:
