@@ -62,13 +62,15 @@ def test_import_registers_no_family_that_loads_on_first_use() -> None:
         "import sys, leanpass as lp\n"
         "from leanpass import functional as F\n"
         "print(sorted({r.module for r in F.REGISTRY.values() if r.module.rpartition('.')[2] in F._LAZY_OPS}))\n"
+        "print('conv2d' in F.TAKES_NEED, 'conv2d' in F.JVPS, 'leanpass.functional.conv' in sys.modules)\n"
         "try:\n"
         "    lp.apply(lambda t: (t, lambda g: (g,)), 'conv2d', lp.Tensor([1.0], requires_grad=True))\n"
         "except ValueError as e:\n"
         "    print('refused' if 'built-in op' in str(e) else e, F.REGISTRY['conv2d'].fn is F.OPS['conv2d'])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split("\n")[:2] == ["[]", "refused True"]  # (apply loads the family to know the name is taken)
+    # (TAKES_NEED, JVPS and apply load the family to answer for one of its names)
+    assert out.split("\n")[:3] == ["[]", "True True True", "refused True"]
 
 
 @pytest.mark.parametrize("name", sorted(RECORDS))

@@ -150,11 +150,29 @@ class _Rules(_Table):
         return dict.__contains__(self, name)
 
 
+class _Names(set[str]):
+    """A set of op names (``TAKES_NEED``): as ``_Rules``, a name that loads on first use is in it only if
+    its record, once loaded, puts it there; a walk over the set loads them all first."""
+
+    def __contains__(self, name: object) -> bool:
+        if not set.__contains__(self, name) and name in LAZY_MODULE:
+            load_all()
+        return set.__contains__(self, name)
+
+    def __iter__(self) -> Any:
+        load_all()
+        return set.__iter__(self)
+
+    def __len__(self) -> int:
+        load_all()
+        return set.__len__(self)
+
+
 REGISTRY: dict[str, Op] = {}
 """Every op's record by name (the ops of the families that load on first use once loaded)."""
 OPS: dict[str, Callable[..., Any]] = _Table()
 JVPS: dict[str, Callable[..., Any]] = _Rules()
-TAKES_NEED: set[str] = set()
+TAKES_NEED: set[str] = _Names()
 
 
 def op(name: str, fn: Callable[..., Any], *, jvp: Any, need: bool = False, keeps: tuple[str, ...] = (),
