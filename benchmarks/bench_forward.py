@@ -119,18 +119,20 @@ def op_cases() -> dict[str, tuple[str, Callable[..., Any], list[np.ndarray]]]:
 
 def op_times(out: dict[str, Any]) -> None:
     """``--ops``: per op, the medians of the primal, of ``jvp`` with the op's own rule and of ``jvp`` with the rule
-    transposed from its VJP (the rule hidden from ``functional.JVPS`` for those calls), alternating call by call."""
+    transposed from its VJP (for those calls the op's record says ``jvp=TRANSPOSED``), alternating call by call."""
     import leanpass as lp
     from leanpass import functional as F
 
     def hidden(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
         def call() -> Any:
-            rule = dict.pop(F.JVPS, name, None)
+            rec = F.REGISTRY[name]
+            F.REGISTRY[name] = F.Op(*(F.TRANSPOSED if f == "jvp" else getattr(rec, f) for f in F.Op.__slots__))
+            rule = dict.pop(F.JVPS, name)
             try:
                 return fn()
             finally:
-                if rule is not None:
-                    dict.__setitem__(F.JVPS, name, rule)
+                F.REGISTRY[name] = rec
+                dict.__setitem__(F.JVPS, name, rule)
         return call
 
     for label, (name, f, xs) in op_cases().items():

@@ -622,7 +622,7 @@ def test_empty_matrices(name: str, f: Any, want: Any, shapes: list[tuple[int, ..
 
 
 # ----- the forward-mode rules in float32 (test_forward_ops.py walks them in float64) -------------------
-@pytest.mark.parametrize("key", sorted(k for k in SAMPLES if k.split("/")[0] in F.linalg.JVPS))
+@pytest.mark.parametrize("key", sorted(k for k in SAMPLES if k.split("/")[0] in F._LAZY_OPS["linalg"]))
 def test_direct_jvp_rules_match_the_transposed_vjp_in_float32(key: str) -> None:
     from leanpass.transforms.forward import transposed_vjp
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import functional as F
+from ..functional._registry import REGISTRY as _REGISTRY
 from ..functional.unary import _pass_through
 from . import tensor as _tensor
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled
@@ -132,13 +132,17 @@ def reverse_pass(
 def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
     """Run ``node``'s rule again on its parent Tensors, so that the VJP itself is recorded."""
     vjp = node._vjp
-    fn = vjp.fn if type(vjp) is CustomVJP else F.OPS[node._op]
+    if type(vjp) is CustomVJP:
+        rec, fn = None, vjp.fn
+    else:
+        rec = _REGISTRY[node._op]
+        fn = rec.fn
     parents = node._parents
     token = _depth.set(_depth.get() + 1)  # a transform a rule calls is then recorded too
     _tensor._in_replay += 1  # (debug_nans says "backward" for what is recorded here)
     try:
         with _grad_enabled():
-            if node._op in F.TAKES_NEED and fn is F.OPS[node._op]:
+            if rec is not None and rec.need:
                 need = tuple(type(p) is Tensor and p._trace & mask != 0 for p in parents)
                 _, replayed = fn(*parents, need=need)
             else:

@@ -26,6 +26,10 @@ import numpy as np
 
 from .. import functional as F
 from ..functional import _lift
+from ..functional._registry import BATCHED as _BATCHED
+from ..functional._registry import LAZY_MODULE as _LAZY_MODULE
+from ..functional._registry import REGISTRY as _REGISTRY
+from ..functional._registry import load_all, refuse_batched
 from .tree import tree_flatten, tree_unflatten
 
 # Which trace bits may record right now: -1 (all) normally, 0 inside ``no_grad()``.
@@ -1044,18 +1048,21 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         else:
             raw.append(a)
             need.append(False)
-    builtin = F.OPS.get(name)
-    if builtin is None:
+    rec = _REGISTRY.get(name)
+    if rec is None and name in _LAZY_MODULE:  # (the name of a built-in op whose family has not loaded yet)
+        load_all()
+        rec = _REGISTRY.get(name)
+    if rec is None:
         out, vjp = fn(*raw) if _custom_forward is None else _custom_forward(fn, name, raw)
-    elif builtin is not fn:
+        vjp = CustomVJP(fn, vjp)
+    elif rec.fn is not fn:
         raise ValueError(
             f"apply: {name!r} is the name of a built-in op; give your op a name of its own."
         )
-    elif name in F.TAKES_NEED:
-        out, vjp = fn(*raw, need=tuple(need))
     else:
-        out, vjp = fn(*raw)
-    vjp = vjp if builtin is not None else CustomVJP(fn, vjp)
+        if rec.vmap is not _BATCHED:
+            refuse_batched(rec, raw)
+        out, vjp = fn(*raw, need=tuple(need)) if rec.need else fn(*raw)
     if trace and _no_grad_entered:
         return _recorded(name, out, vjp, trace, args)
     if not trace:
@@ -1064,7 +1071,7 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
 
 
 class CustomVJP:
-    """The VJP of an op recorded with ``apply`` that is not in ``functional.OPS``: it remembers
+    """The VJP of an op recorded with ``apply`` that has no record (``functional.REGISTRY``): it remembers
     the op's function, so that a differentiable backward pass can replay this very function."""
 
     __slots__ = ("fn", "vjp")

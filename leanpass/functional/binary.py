@@ -6,7 +6,7 @@ cotangent per input, ``None`` where ``need`` says that input's gradient is not w
 layer passes ``need`` so that, for example, a batch of data never costs a gradient.
 
 Below each VJP is the op's forward-mode rule ``_<op>_jvp(tangents, ans, x, y)`` (see
-``_tangent.py``), registered in ``JVPS`` at the end.
+``_tangent.py``), declared in its record (``op(...)``).
 
 Each rule sits right under its op as ``_<op>_vjp(saved..., g)``, and the op returns it bound to
 what it saved: ``MethodType(rule, saved)`` when that is one value (the rule becomes a method of
@@ -28,6 +28,7 @@ import numpy as np
 
 from ._broadcast import unbroadcast
 from ._lift import NUMPY1, weak
+from ._registry import op
 from ._tangent import total
 
 Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
@@ -307,6 +308,9 @@ def _matmul_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
     return total(None if tx is None else tx @ y, None if ty is None else x @ ty)
 
 
+op("@", matmul, jvp=_matmul_jvp, need=True, keeps=("x", "y"), numpy=(np.matmul,))
+
+
 def linear(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool] = (True, True, True)) -> tuple[Any, Any]:
     """``x @ w + b`` as one op: a dense layer (``w`` is ``(in, out)``, ``b`` broadcasts to the result).
 
@@ -347,6 +351,9 @@ def _linear_vjp(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool], g: Any) -
 def _linear_jvp(ts: Tangents, ans: Any, x: Any, w: Any, b: Any) -> Any:
     tx, tw, tb = ts
     return total(None if tx is None else tx @ w, None if tw is None else x @ tw, tb)
+
+
+op("linear", linear, jvp=_linear_jvp, need=True, keeps=("x", "w", "b"))
 
 
 def _matmul_message(xs: tuple[int, ...], ys: tuple[int, ...]) -> str:
@@ -446,13 +453,6 @@ def _logaddexp_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
     return total(None if tx is None else tx * wx, None if ty is None else ty * wy)
 
 
-# Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS: dict[str, Callable[..., Any]] = {
-    "+": _add_jvp, "-": _sub_jvp, "*": _mul_jvp, "/": _div_jvp, "**": _power_jvp, "@": _matmul_jvp,
-    "linear": _linear_jvp, "maximum": _select_jvp, "minimum": _select_jvp, "logaddexp": _logaddexp_jvp,
-}
-
-
 def _weak_operands(op: Callable[..., Any]) -> Callable[..., Any]:
     """``op`` with a Python number operand taken in the other operand's dtype (see ``_lift.weak``)."""
 
@@ -474,6 +474,15 @@ def _weak_inputs(rule: Callable[..., Any]) -> Callable[..., Any]:
 
 if NUMPY1:  # a 0-d array meets a Python number in float64 there; on NumPy 2 in its own dtype
     add, sub, mul, div, power, maximum, minimum, logaddexp = (
-        _weak_operands(op) for op in (add, sub, mul, div, power, maximum, minimum, logaddexp))
-    JVPS.update({name: _weak_inputs(JVPS[name])
-                 for name in ("+", "-", "*", "/", "**", "maximum", "minimum", "logaddexp")})
+        _weak_operands(f) for f in (add, sub, mul, div, power, maximum, minimum, logaddexp))
+_rule = _weak_inputs if NUMPY1 else lambda rule: rule
+
+# (these ops' records come after the NumPy 1.x versions above: a record holds the function Tensors call)
+op("+", add, jvp=_rule(_add_jvp), need=True, keeps=("x", "y"), numpy=(np.add,))
+op("-", sub, jvp=_rule(_sub_jvp), need=True, keeps=("x", "y"), numpy=(np.subtract,))
+op("*", mul, jvp=_rule(_mul_jvp), need=True, keeps=("x", "y"), numpy=(np.multiply,))
+op("/", div, jvp=_rule(_div_jvp), need=True, keeps=("x", "y", "ans"), numpy=(np.divide,))
+op("**", power, jvp=_rule(_power_jvp), need=True, keeps=("x", "y", "ans"), numpy=(np.power,))
+op("maximum", maximum, jvp=_rule(_select_jvp), need=True, keeps=("x", "y", "ans"), numpy=(np.maximum,))
+op("minimum", minimum, jvp=_rule(_select_jvp), need=True, keeps=("x", "y", "ans"), numpy=(np.minimum,))
+op("logaddexp", logaddexp, jvp=_rule(_logaddexp_jvp), need=True, keeps=("x", "y", "ans"), numpy=(np.logaddexp,))

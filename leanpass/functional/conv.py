@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from . import _lift
+from ._registry import op
 from ._scratch import buffer as _buffer
 from ._scratch import like as _like
 from ._scratch import plain as _plain
@@ -716,6 +717,9 @@ def _conv2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, w: Any, b: Any = None, *p
     return _bilinear_jvp(conv2d, "conv2d", ts, x, w, params, (-1, 1, 1))
 
 
+op("conv2d", conv2d, jvp=_conv2d_jvp, need=True, keeps=("x", "w", "b", "work"))
+
+
 def _bilinear_jvp(op: Any, name: str, ts: tuple[Any, ...], x: Any, w: Any, params: tuple[Any, ...],
                   bias_shape: Any = None) -> Any:
     """``op(tx, w) + op(x, tw)`` (+ the bias tangent reshaped to ``bias_shape``), with ``params`` after the two
@@ -761,6 +765,9 @@ def _conv_transpose_input_jvp(ts: tuple[Any, ...], ans: Any, g: Any, w: Any, *pa
     return _bilinear_jvp(conv_transpose_input, "conv_transpose_input", ts, g, w, params)
 
 
+op("conv_transpose_input", conv_transpose_input, jvp=_conv_transpose_input_jvp, need=True, keeps=("g", "w"))
+
+
 def conv2d_weight(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: Pads, dilation: Pair,
                   groups: int, *, need: Any = None) -> tuple[Any, Any]:
     """The gradient of ``conv2d`` in its weight (of shape ``wshape``), bilinear in ``x`` and ``g``.
@@ -787,6 +794,9 @@ def conv2d_weight(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: P
 
 def _conv2d_weight_jvp(ts: tuple[Any, ...], ans: Any, x: Any, g: Any, *params: Any) -> Any:
     return _bilinear_jvp(conv2d_weight, "conv2d_weight", ts, x, g, params)
+
+
+op("conv2d_weight", conv2d_weight, jvp=_conv2d_weight_jvp, need=True, keeps=("x", "g"))
 
 
 def conv_transpose2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
@@ -841,6 +851,9 @@ def _conv_transpose2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, w: Any, b: Any 
     return _bilinear_jvp(conv_transpose2d, "conv_transpose2d", ts, x, w, params, (-1, 1, 1))
 
 
+op("conv_transpose2d", conv_transpose2d, jvp=_conv_transpose2d_jvp, need=True, keeps=("x", "w", "b"))
+
+
 def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
            *, need: Any = None) -> tuple[Any, Any]:
     """1-D convolution of ``x`` ``(N, C, L)`` with ``w`` ``(O, C/groups, K)``: ``conv2d`` on a height of 1.
@@ -890,15 +903,4 @@ def _conv1d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, w: Any, b: Any = None, *p
     return _bilinear_jvp(conv1d, "conv1d", ts, x, w, params, (-1, 1))
 
 
-# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
-JVPS: dict[str, Any] = {
-    "conv2d": _conv2d_jvp, "conv_transpose_input": _conv_transpose_input_jvp, "conv2d_weight": _conv2d_weight_jvp,
-    "conv_transpose2d": _conv_transpose2d_jvp, "conv1d": _conv1d_jvp,
-}
-
-
-from . import JVPS as _ALL_JVPS  # noqa: E402
-from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
-
-_loaded(__name__, globals())
-_ALL_JVPS.update(JVPS)
+op("conv1d", conv1d, jvp=_conv1d_jvp, need=True, keeps=("x", "w", "b", "work"))

@@ -1,6 +1,7 @@
-"""NumPy's elementwise functions, declared in one table from which their ops and VJPs are made.
+"""NumPy's elementwise functions, one line each (``elementwise(name, forward, derivatives)``) from
+which each op, its VJP, its forward-mode rule and its record are made.
 
-``ELEMENTWISE`` maps an op name to ``(forward, derivatives)``:
+``ELEMENTWISE`` (a view of those lines) maps an op name to ``(forward, derivatives)``:
 
 - ``forward`` is the NumPy function (``forward(x, *params)``, or ``forward(x, y)`` for two inputs);
 - ``derivatives`` holds one function per differentiable input, giving ``d ans / d input``
@@ -36,6 +37,8 @@ import numpy as np
 from . import _lift
 from ._broadcast import unbroadcast
 from ._lift import as_dtype_of, in_dtype_of
+from ._registry import REGISTRY, op
+from ._tangent import from_derivatives
 
 _LN2, _LN10, _PI = math.log(2.0), math.log(10.0), math.pi  # Python floats: float32 stays float32
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -161,57 +164,6 @@ def _erfc_pair(x: Any) -> tuple[Any, Any]:
     return small, large
 
 
-ELEMENTWISE: dict[str, tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]] = {
-    # one input: d(x, ans)
-    "log1p": (np.log1p, (lambda x, ans: 1 / (1 + x),)),
-    "expm1": (np.expm1, (lambda x, ans: ans + 1,)),
-    "exp2": (np.exp2, (lambda x, ans: ans * _LN2,)),
-    "log2": (np.log2, (lambda x, ans: 1 / (x * _LN2),)),
-    "log10": (np.log10, (lambda x, ans: 1 / (x * _LN10),)),
-    "tan": (np.tan, (lambda x, ans: 1 + ans * ans,)),
-    "arcsin": (np.arcsin, (lambda x, ans: 1 / np.sqrt(1 - x * x),)),
-    "arccos": (np.arccos, (lambda x, ans: -1 / np.sqrt(1 - x * x),)),
-    "arctan": (np.arctan, (lambda x, ans: 1 / (1 + _tame(x) ** 2),)),
-    "sinh": (np.sinh, (lambda x, ans: np.cosh(x),)),
-    "cosh": (np.cosh, (lambda x, ans: np.sinh(x),)),
-    "arcsinh": (np.arcsinh, (lambda x, ans: 1 / np.sqrt(_tame(x) ** 2 + 1),)),
-    "arccosh": (np.arccosh, (lambda x, ans: 1 / np.sqrt(_tame(x) ** 2 - 1),)),
-    "arctanh": (np.arctanh, (lambda x, ans: 1 / (1 - x * x),)),
-    "cbrt": (np.cbrt, (lambda x, ans: 1 / (3 * _tame(ans) ** 2),)),
-    "fabs": (np.fabs, (lambda x, ans: np.sign(x),)),
-    "reciprocal": (np.reciprocal, (lambda x, ans: -ans * ans,)),
-    "sinc": (np.sinc, (_sinc_derivative,)),
-    "deg2rad": (np.deg2rad, (lambda x, ans: _PI / 180,)),
-    "rad2deg": (np.rad2deg, (lambda x, ans: 180 / _PI,)),
-    "erf": (_erf, (lambda x, ans: _TWO_OVER_SQRT_PI * np.exp(-(_tame(x) ** 2)),)),
-    "erfc": (_erfc, (lambda x, ans: -_TWO_OVER_SQRT_PI * np.exp(-(_tame(x) ** 2)),)),
-    "nan_to_num": (np.nan_to_num, (lambda x, ans: np.isfinite(x).astype(ans.dtype),)),
-    "floor": (np.floor, (_zero,)),
-    "ceil": (np.ceil, (_zero,)),
-    "trunc": (np.trunc, (_zero,)),
-    "rint": (np.rint, (_zero,)),
-    "round": (np.round, (_zero,)),
-    "sign": (np.sign, (_zero,)),
-    # two inputs: (dx(x, y, ans), dy(x, y, ans))
-    "arctan2": (np.arctan2, (lambda x, y, ans: _arctan2_slope(y, x, y), lambda x, y, ans: _arctan2_slope(-x, x, y))),
-    "hypot": (np.hypot, (lambda x, y, ans: _hypot_slope(x, y, ans), lambda x, y, ans: _hypot_slope(y, x, ans))),
-    "logaddexp2": (np.logaddexp2, (lambda x, y, ans: _split(x, y), lambda x, y, ans: _split(y, x))),
-    "fmax": (np.fmax, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
-    "fmin": (np.fmin, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans))),
-    "remainder": (np.remainder, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.floor(x / _safe(y)))),
-    "fmod": (np.fmod, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.trunc(x / _safe(y)))),
-}
-
-# On NumPy 1.x a 0-d input meets the Python constants above in float64: the derivatives (and the
-# values of erf, erfc and sinc, in _make) are cast back to the input's dtype there (see _lift.weak).
-ELEMENTWISE = {name: (forward, tuple(in_dtype_of(d) for d in ds)) for name, (forward, ds) in ELEMENTWISE.items()}
-
-# Ops whose inputs may leave their domain (nan or inf results), quietly as ``log`` does: they run
-# under np.errstate, which costs about 2 us a call, so the others do not.
-_QUIET = frozenset({
-    "log1p", "log2", "log10", "arcsin", "arccos", "arccosh", "arctanh", "cbrt", "reciprocal",
-    "arctan2", "hypot", "remainder", "fmod", "sinc", "logaddexp2",
-})
 _BOTH = (True, True)
 
 
@@ -236,33 +188,47 @@ def _quiet_binary_vjp(dx: Any, dy: Any, x: Any, y: Any, ans: Any, need: tuple[bo
         return _binary_vjp(dx, dy, x, y, ans, need, g)
 
 
-def _make(name: str) -> Callable[..., Any]:
-    """The op of table entry ``name``: ``op(x, *params) -> (ans, vjp)`` or ``op(x, y, need) -> ...``."""
-    table_forward, derivatives = ELEMENTWISE[name]
+def elementwise(name: str, table_forward: Callable[..., Any], derivatives: tuple[Callable[..., Any], ...],
+                quiet: bool = False) -> Callable[..., Any]:
+    """Op ``name`` made from its NumPy function and its derivatives, and registered: ``op(x, *params)
+    -> (ans, vjp)``, or ``op(x, y, need) -> ...`` for two derivatives; its VJP is ``g * d`` and its
+    forward-mode rule ``t * d`` (``_tangent.from_derivatives``). ``quiet``: its inputs may leave the
+    domain (nan or inf results) quietly, as ``log`` does, under np.errstate (about 2 us a call).
+
+    >>> neg2 = elementwise("doc_negative", np.negative, (lambda x, ans: -1.0,))
+    >>> neg2(np.array([2.0]))[1](np.ones(1)), neg2.derivatives[0](2.0, None)
+    ((array([-1.]),), -1.0)
+    >>> from ._registry import JVPS, OPS
+    >>> del REGISTRY["doc_negative"], OPS["doc_negative"], JVPS["doc_negative"]
+    """
+    # On NumPy 1.x a 0-d input meets the derivatives' Python constants in float64: they (and the
+    # values of erf, erfc and sinc) are cast back to the input's dtype there (see _lift.weak).
+    derivatives = tuple(in_dtype_of(d) for d in derivatives)
     forward = in_dtype_of(table_forward)
+    two = len(derivatives) == 2
     # (two inputs: a Python number one is taken in the other's dtype first, as NumPy 2 applies it, so
     # that the derivatives never widen float32 with a float64 NumPy scalar made from it)
-    if len(derivatives) == 2 and name in _QUIET:
+    if two and quiet:
         dx, dy = derivatives
 
-        def op(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
+        def fn(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
             x, y = as_dtype_of(x, y), as_dtype_of(y, x)
             with np.errstate(divide="ignore", invalid="ignore"):
                 ans = forward(x, y)
             return ans, partial(_quiet_binary_vjp, dx, dy, x, y, ans, need)
 
-    elif len(derivatives) == 2:
+    elif two:
         dx, dy = derivatives
 
-        def op(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
+        def fn(x: Any, y: Any, need: tuple[bool, bool] = _BOTH) -> tuple[Any, Any]:
             x, y = as_dtype_of(x, y), as_dtype_of(y, x)
             ans = forward(x, y)
             return ans, partial(_binary_vjp, dx, dy, x, y, ans, need)
 
-    elif name in _QUIET:
+    elif quiet:
         d = derivatives[0]
 
-        def op(x: Any, *params: Any) -> tuple[Any, Any]:  # type: ignore[misc]
+        def fn(x: Any, *params: Any) -> tuple[Any, Any]:  # type: ignore[misc]
             with np.errstate(divide="ignore", invalid="ignore"):
                 ans = forward(x, *params)
             return ans, partial(_quiet_unary_vjp, d, x, ans)
@@ -270,30 +236,80 @@ def _make(name: str) -> Callable[..., Any]:
     else:
         d = derivatives[0]
 
-        def op(x: Any, *params: Any) -> tuple[Any, Any]:  # type: ignore[misc]
+        def fn(x: Any, *params: Any) -> tuple[Any, Any]:  # type: ignore[misc]
             ans = forward(x, *params)
             return ans, partial(_unary_vjp, d, x, ans)
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = (
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (
         f"``{name}`` elementwise, from ``ELEMENTWISE[{name!r}]``: returns ``(ans, vjp)``, the VJP "
-        f"multiplying ``g`` by the derivative{'s' if len(derivatives) == 2 else ''} of the entry.\n\n"
+        f"multiplying ``g`` by the derivative{'s' if two else ''} of the entry.\n\n"
         f">>> x = np.array({[1.25, 1.5] if name == 'arccosh' else [0.3, 0.6]})\n"
-        f">>> np.allclose({name}(x{', x' if len(derivatives) == 2 else ''})[0], "
-        f"ELEMENTWISE[{name!r}][0](x{', x' if len(derivatives) == 2 else ''}))\nTrue\n"
+        f">>> np.allclose({name}(x{', x' if two else ''})[0], "
+        f"ELEMENTWISE[{name!r}][0](x{', x' if two else ''}))\nTrue\n"
     )
-    op.forward = table_forward  # type: ignore[attr-defined]
-    op.derivatives = derivatives  # type: ignore[attr-defined]
-    return op
+    fn.forward = table_forward  # type: ignore[attr-defined]
+    fn.derivatives = derivatives  # type: ignore[attr-defined]
+    fn.quiet = quiet  # type: ignore[attr-defined]
+    op(name, fn, jvp=from_derivatives(derivatives, quiet), need=two, keeps=("x", "y", "ans") if two else ("x", "ans"),
+       numpy=(table_forward,) if getattr(np, name, None) is table_forward else ())
+    return fn
 
 
-(log1p, expm1, exp2, log2, log10, tan, arcsin, arccos, arctan, sinh, cosh, arcsinh, arccosh, arctanh, cbrt,
- fabs, reciprocal, sinc, deg2rad, rad2deg, erf, erfc, nan_to_num, floor, ceil, trunc, rint, round, sign,
- arctan2, hypot, logaddexp2, fmax, fmin, remainder, fmod) = (_make(name) for name in ELEMENTWISE)
+# one input: d(x, ans)
+log1p = elementwise("log1p", np.log1p, (lambda x, ans: 1 / (1 + x),), quiet=True)
+expm1 = elementwise("expm1", np.expm1, (lambda x, ans: ans + 1,))
+exp2 = elementwise("exp2", np.exp2, (lambda x, ans: ans * _LN2,))
+log2 = elementwise("log2", np.log2, (lambda x, ans: 1 / (x * _LN2),), quiet=True)
+log10 = elementwise("log10", np.log10, (lambda x, ans: 1 / (x * _LN10),), quiet=True)
+tan = elementwise("tan", np.tan, (lambda x, ans: 1 + ans * ans,))
+arcsin = elementwise("arcsin", np.arcsin, (lambda x, ans: 1 / np.sqrt(1 - x * x),), quiet=True)
+arccos = elementwise("arccos", np.arccos, (lambda x, ans: -1 / np.sqrt(1 - x * x),), quiet=True)
+arctan = elementwise("arctan", np.arctan, (lambda x, ans: 1 / (1 + _tame(x) ** 2),))
+sinh = elementwise("sinh", np.sinh, (lambda x, ans: np.cosh(x),))
+cosh = elementwise("cosh", np.cosh, (lambda x, ans: np.sinh(x),))
+arcsinh = elementwise("arcsinh", np.arcsinh, (lambda x, ans: 1 / np.sqrt(_tame(x) ** 2 + 1),))
+arccosh = elementwise("arccosh", np.arccosh, (lambda x, ans: 1 / np.sqrt(_tame(x) ** 2 - 1),), quiet=True)
+arctanh = elementwise("arctanh", np.arctanh, (lambda x, ans: 1 / (1 - x * x),), quiet=True)
+cbrt = elementwise("cbrt", np.cbrt, (lambda x, ans: 1 / (3 * _tame(ans) ** 2),), quiet=True)
+fabs = elementwise("fabs", np.fabs, (lambda x, ans: np.sign(x),))
+reciprocal = elementwise("reciprocal", np.reciprocal, (lambda x, ans: -ans * ans,), quiet=True)
+sinc = elementwise("sinc", np.sinc, (_sinc_derivative,), quiet=True)
+deg2rad = elementwise("deg2rad", np.deg2rad, (lambda x, ans: _PI / 180,))
+rad2deg = elementwise("rad2deg", np.rad2deg, (lambda x, ans: 180 / _PI,))
+erf = elementwise("erf", _erf, (lambda x, ans: _TWO_OVER_SQRT_PI * np.exp(-(_tame(x) ** 2)),))
+erfc = elementwise("erfc", _erfc, (lambda x, ans: -_TWO_OVER_SQRT_PI * np.exp(-(_tame(x) ** 2)),))
+nan_to_num = elementwise("nan_to_num", np.nan_to_num, (lambda x, ans: np.isfinite(x).astype(ans.dtype),))
+floor = elementwise("floor", np.floor, (_zero,))
+ceil = elementwise("ceil", np.ceil, (_zero,))
+trunc = elementwise("trunc", np.trunc, (_zero,))
+rint = elementwise("rint", np.rint, (_zero,))
+round = elementwise("round", np.round, (_zero,))
+sign = elementwise("sign", np.sign, (_zero,))
+# two inputs: (dx(x, y, ans), dy(x, y, ans))
+arctan2 = elementwise("arctan2", np.arctan2, (lambda x, y, ans: _arctan2_slope(y, x, y),
+                                              lambda x, y, ans: _arctan2_slope(-x, x, y)), quiet=True)
+hypot = elementwise("hypot", np.hypot, (lambda x, y, ans: _hypot_slope(x, y, ans),
+                                        lambda x, y, ans: _hypot_slope(y, x, ans)), quiet=True)
+logaddexp2 = elementwise("logaddexp2", np.logaddexp2, (lambda x, y, ans: _split(x, y),
+                                                       lambda x, y, ans: _split(y, x)), quiet=True)
+fmax = elementwise("fmax", np.fmax, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans)))
+fmin = elementwise("fmin", np.fmin, (lambda x, y, ans: _chosen(x, y, ans), lambda x, y, ans: _chosen(y, x, ans)))
+remainder = elementwise("remainder", np.remainder, (lambda x, y, ans: 1.0,
+                                                    lambda x, y, ans: -np.floor(x / _safe(y))), quiet=True)
+fmod = elementwise("fmod", np.fmod, (lambda x, y, ans: 1.0, lambda x, y, ans: -np.trunc(x / _safe(y))), quiet=True)
 
-OPS: dict[str, Callable[..., Any]] = {name: globals()[name] for name in ELEMENTWISE}
+# Views of the records above (the docs, the tests and leanpass.numpy read them): name -> (forward,
+# derivatives); the ops that run quietly; the ops of two inputs.
+_MINE = [rec for rec in REGISTRY.values() if rec.module == __name__]
+ELEMENTWISE: dict[str, tuple[Callable[..., Any], tuple[Callable[..., Any], ...]]] = {
+    rec.name: (rec.fn.forward, rec.fn.derivatives) for rec in _MINE  # type: ignore[attr-defined]
+}
+_QUIET = frozenset(rec.name for rec in _MINE if rec.fn.quiet)  # type: ignore[attr-defined]
+BINARY = frozenset(rec.name for rec in _MINE if rec.need)
+del _MINE
 __all__ = ["ELEMENTWISE", "log1p", "expm1", "exp2", "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh",
            "cosh", "arcsinh", "arccosh", "arctanh", "cbrt", "fabs", "reciprocal", "sinc", "deg2rad", "rad2deg", "erf",
            "erfc", "nan_to_num", "floor", "ceil", "trunc", "rint", "round", "sign", "arctan2", "hypot", "logaddexp2",
            "fmax", "fmin", "remainder", "fmod"]
-BINARY = frozenset(name for name, (_, ds) in ELEMENTWISE.items() if len(ds) == 2)
+

@@ -33,7 +33,7 @@ Conventions where a derivative does not exist:
   ``inf`` and ``nan`` entries, as JAX gives, rather than an error.
 - ``norm`` at 0: the subgradient 0.
 
-Each op's forward-mode rule (``*_jvp``, in ``JVPS``) sits beside its VJP and follows the same
+Each op's forward-mode rule (``*_jvp``, in its record) sits beside its VJP and follows the same
 conventions; where they drop a term, the rule raises unless the tangent gives that term nothing.
 
 >>> ans, vjp = inv(np.array([[2.0, 0.0], [0.0, 4.0]]))
@@ -45,7 +45,6 @@ conventions; where they drop a term, the rule raises unless the tangent gives th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from types import MethodType
 from typing import Any
@@ -54,6 +53,7 @@ import numpy as np
 
 from ._broadcast import unbroadcast
 from ._lift import NUMPY1, weak
+from ._registry import op
 from ._tangent import total
 
 BOTH = (True, True)
@@ -200,6 +200,9 @@ def _inv_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
     return -(ans @ tangents[0] @ ans)
 
 
+op("inv", inv, jvp=_inv_jvp, keeps=("ans",), numpy=(np.linalg.inv,))
+
+
 def _others(s: Any) -> tuple[Any, Any]:
     """For values ``s`` on the last axis: ``p_i``, the product of all but ``s_i``, and ``q_ij``, the
     product of all but ``s_i`` and ``s_j`` (0 for ``i == j``), by running products (no division,
@@ -315,6 +318,9 @@ def _cofactor_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
     return _cofactor_tangent(a, tangents[0])
 
 
+op("cofactor", cofactor, jvp=_cofactor_jvp, keeps=("a", "work"))
+
+
 def det(a: Any) -> tuple[Any, Any]:
     """The determinant. Cotangent ``g * cofactor(a)`` (``g * det(a) * inv(a).T`` where ``a`` is
     invertible; exact at singular matrices too).
@@ -334,6 +340,9 @@ def _det_vjp(a: Any, g: Any) -> tuple[Any]:
 def _det_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
     """``d det = sum(cofactor(a) * da)`` (``det tr(inv(a) da)`` where ``a`` is invertible)."""
     return np.sum(cofactor(a)[0] * tangents[0], axis=(-2, -1))
+
+
+op("det", det, jvp=_det_jvp, keeps=("a",), numpy=(np.linalg.det,))
 
 
 def slogdet(a: Any) -> tuple[Any, Any]:
@@ -367,6 +376,9 @@ def _slogdet_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
     """``d log |det(a)| = tr(inv(a) da)``."""
     with np.errstate(invalid="ignore"):
         return np.sum(_inverse_transposed(a) * tangents[0], axis=(-2, -1))
+
+
+op("slogdet", slogdet, jvp=_slogdet_jvp, keeps=("a",))
 
 
 # NumPy 2 reads a 1-D ``b`` of np.linalg.solve as a vector; NumPy 1.x also a ``b`` with one axis
@@ -431,6 +443,9 @@ def _solve_jvp(tangents: tuple[Any, ...], ans: Any, a: Any, b: Any) -> Any:
     return np.linalg.solve(*_same_rank(a, rhs))
 
 
+op("solve", solve, jvp=_solve_jvp, need=True, keeps=("a", "b", "ans"), numpy=(np.linalg.solve,))
+
+
 # ----- factorisations -----------------------------------------------------------------------------
 def cholesky(a: Any) -> tuple[Any, Any]:
     """The lower Cholesky factor ``L`` of a symmetric positive-definite matrix, read from the lower
@@ -464,6 +479,9 @@ def _cholesky_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
     x = np.linalg.solve(ans, _mirrored(tangents[0], False))  # L^-1 dM
     y = np.linalg.solve(ans, _T(x))  # L^-1 dM L^-T
     return ans @ (y * _phi(ans))
+
+
+op("cholesky", cholesky, jvp=_cholesky_jvp, keeps=("ans",), numpy=(np.linalg.cholesky,))
 
 
 def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:  # noqa: N803 - NumPy's name
@@ -508,6 +526,9 @@ def _eigh_jvp(tangents: tuple[Any, ...], ans: Any, a: Any, UPLO: str = "L") -> A
     _check_split(w, equal, c, "eigh", "eigenvalues")
     dw = np.sum(c * _eye(_shape(w)[-1], w), axis=-1)
     return np.concatenate([dw[..., None, :], v @ (f * c)], axis=-2)
+
+
+op("eigh", eigh, jvp=_eigh_jvp, keeps=("work",))
 
 
 def svd(a: Any) -> tuple[Any, Any]:
@@ -594,6 +615,9 @@ def _svd_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
     return np.concatenate([np.reshape(du, (*batch, m * k)), ds, np.reshape(_T(dv), (*batch, k * n))], axis=-1)
 
 
+op("svd", svd, jvp=_svd_jvp, keeps=("work",))
+
+
 def qr(a: Any) -> tuple[Any, Any]:
     """The reduced QR factorisation ``a = Q R``, packed along one last axis: ``Q`` (m*k entries),
     then ``R`` (k*n), ``k = min(m, n)``.
@@ -667,6 +691,9 @@ def _qr_jvp(tangents: tuple[Any, ...], ans: Any, a: Any) -> Any:
     return np.concatenate([np.reshape(dq, (*batch, m * k)), np.reshape(dr, (*batch, k * n))], axis=-1)
 
 
+op("qr", qr, jvp=_qr_jvp, keeps=("a", "work"))
+
+
 # ----- pseudo-inverse and least squares -------------------------------------------------------------
 def _pinv_cotangent(a: Any, p: Any, g: Any) -> Any:
     """The cotangent of ``a`` given ``g``, that of ``p = pinv(a)`` (valid while the rank is constant):
@@ -712,6 +739,9 @@ def _pinv_jvp(tangents: tuple[Any, ...], ans: Any, a: Any, rcond: Any = None, he
     return _pinv_tangent(a, ans, tangents[0])
 
 
+op("pinv", pinv, jvp=_pinv_jvp, keeps=("a", "ans"), numpy=(np.linalg.pinv,))
+
+
 def _lstsq_pinv(a: Any, rcond: Any) -> Any:
     """``pinv(a)`` with lstsq's cutoff for small singular values."""
     m, n = _shape(a)[-2:]
@@ -747,6 +777,9 @@ def _lstsq_jvp(tangents: tuple[Any, ...], ans: Any, a: Any, b: Any, rcond: Any =
     ta, tb = tangents[0], tangents[1]
     p = _lstsq_pinv(a, rcond)
     return total(None if ta is None else _pinv_tangent(a, p, ta) @ b, None if tb is None else p @ tb)
+
+
+op("lstsq", lstsq, jvp=_lstsq_jvp, keeps=("a", "b", "work"))
 
 
 # ----- norms ------------------------------------------------------------------------------------------
@@ -808,15 +841,7 @@ def _norm_jvp(tangents: tuple[Any, ...], ans: Any, x: Any, ord: float = 2, axis:
     return out if keepdims else np.reshape(out, _shape(ans))
 
 
+op("norm", norm, jvp=_norm_jvp, keeps=("x", "ans"), numpy=(np.linalg.norm,))
+
+
 # The forward-mode rules, each beside its op above: ``rule(tangents, ans, *inputs)`` (see ``_tangent.py``).
-JVPS: dict[str, Callable[..., Any]] = {
-    "cholesky": _cholesky_jvp, "cofactor": _cofactor_jvp, "det": _det_jvp, "eigh": _eigh_jvp, "inv": _inv_jvp,
-    "lstsq": _lstsq_jvp, "norm": _norm_jvp, "pinv": _pinv_jvp, "qr": _qr_jvp, "slogdet": _slogdet_jvp,
-    "solve": _solve_jvp, "svd": _svd_jvp,
-}
-
-from . import JVPS as _ALL_JVPS  # noqa: E402
-from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
-
-_loaded(__name__, globals())
-_ALL_JVPS.update(JVPS)

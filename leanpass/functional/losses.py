@@ -8,13 +8,13 @@ functions and operators only, so a differentiable backward pass can replay it on
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import _lift
 from ._lift import weak
+from ._registry import op
 from .reductions import _shifted, softmax
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -110,5 +110,4 @@ def _cross_entropy_jvp(ts: tuple[Any, ...], ans: Any, x: Any, labels: Any, reduc
     return per_row.sum() if reduction == "sum" else per_row
 
 
-# Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS: dict[str, Callable[..., Any]] = {"cross_entropy": _cross_entropy_jvp}
+op("cross_entropy", cross_entropy, jvp=_cross_entropy_jvp, keeps=("x", "labels", "work"))

@@ -5,7 +5,7 @@ channel. With ``x̂ = (x - mean) / σ`` and ``ĝ = g * weight`` the input's cota
 ``(ĝ - mean(ĝ) - x̂ * mean(ĝ * x̂)) / σ``, the means over the normalised axes; ``weight`` gets
 ``sum(g * x̂)`` and ``bias`` ``sum(g)`` over the other axes. The input's tangent is the same
 projection of ``t``, ``(t - mean(t) - x̂ * mean(t * x̂)) / σ`` (the map is symmetric), times ``weight``;
-the parameters' tangents add ``x̂ * t_weight + t_bias`` (each op's ``_<op>_jvp``, registered in ``JVPS``).
+the parameters' tangents add ``x̂ * t_weight + t_bias`` (each op's ``_<op>_jvp``, in its record).
 The rules use NumPy's functions only, so they differentiate again.
 
 >>> x = np.array([[1.0, 2.0], [3.0, 6.0]])
@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ._registry import op
 from ._scratch import buffer, plain
 
 
@@ -161,6 +162,9 @@ def _batch_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, weight: Any = None, b
     return _tangent_sum(tx, centred, *(None if v is None else np.reshape(v, bshape) for v in (k, slope, shift)))
 
 
+op("batch_norm", batch_norm, jvp=_batch_norm_jvp, keeps=("x", "weight", "bias", "work"))
+
+
 def _tangent_sum(t: Any, centred: Any, k: Any, slope: Any, shift: Any) -> Any:
     """``t * k + centred * slope + shift`` as one fresh array (``t``, ``slope`` or ``shift`` None: no such term).
     ``centred`` may be a scratch buffer (``_centred``): it is written into, and never returned."""
@@ -243,12 +247,4 @@ def _group_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, num_groups: int, weig
     return np.reshape(np.broadcast_to(out, np.shape(xg)) if tg is None and slope is None else out, shape)
 
 
-# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
-JVPS: dict[str, Any] = {"batch_norm": _batch_norm_jvp, "group_norm": _group_norm_jvp}
-
-
-from . import JVPS as _ALL_JVPS  # noqa: E402
-from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
-
-_loaded(__name__, globals())
-_ALL_JVPS.update(JVPS)
+op("group_norm", group_norm, jvp=_group_norm_jvp, keeps=("weight", "bias", "work"))

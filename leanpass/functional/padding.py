@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import _lift
+from ._registry import op
 
 MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
@@ -90,12 +91,4 @@ def _pad_jvp(ts: tuple[Any, ...], ans: Any, x: Any, pad_width: Any, mode: str = 
     return pad(t, pad_width, mode)[0]
 
 
-# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
-JVPS: dict[str, Any] = {"pad": _pad_jvp}
-
-
-from . import JVPS as _ALL_JVPS  # noqa: E402
-from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
-
-_loaded(__name__, globals())
-_ALL_JVPS.update(JVPS)
+op("pad", pad, jvp=_pad_jvp, keeps=("work",), numpy=(np.pad,))

@@ -6,7 +6,7 @@ cotangent to one entry, the first maximum in the window (as PyTorch does on ties
 multiplies the cotangent by that one-hot choice and adds the windows back in place: a reshape
 when the windows tile the input, otherwise a transposed depthwise convolution with one-hot kernels.
 Both are made of recorded operations, so they differentiate again. The forward-mode rules
-(``_<op>_jvp``, registered in ``JVPS``): average pooling is linear, so its rule pools the tangent; max
+(``_<op>_jvp``, in its record): average pooling is linear, so its rule pools the tangent; max
 pooling's takes the tangent at each window's chosen entry, the same first maximum.
 
 >>> x = np.array([[[[1.0, 2.0], [4.0, 4.0]]]])
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import conv as _conv
+from ._registry import op
 
 _window_view: Any = np.lib.stride_tricks.sliding_window_view  # (NumPy 1.x's stubs refuse the tuple axis it takes)
 
@@ -128,6 +129,9 @@ def _max_pool2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, kernel_size: Any, str
     return tangent
 
 
+op("max_pool2d", max_pool2d, jvp=_max_pool2d_jvp, keeps=("work",))
+
+
 def _unwindow(cols: Any, size: tuple[int, int], k: Any, s: Any, p: Any, d: Any) -> Any:
     """Add windows ``(N, C, Ho, Wo, kH, kW)`` back into an ``(N, C, H, W)`` input (the adjoint of taking them):
     a transposed depthwise convolution whose one-hot kernels pick one tap each."""
@@ -160,6 +164,9 @@ def _avg_pool2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, *params: Any) -> Any:
     return _conv._call(avg_pool2d, "avg_pool2d", ts[0], *params)
 
 
+op("avg_pool2d", avg_pool2d, jvp=_avg_pool2d_jvp, keeps=("x", "work"))
+
+
 def max_pool1d(x: Any, kernel_size: int, stride: Any = None, padding: int = 0, dilation: int = 1) -> tuple[Any, Any]:
     """``max_pool2d`` of ``x`` ``(N, C, L)`` along its last axis.
 
@@ -186,8 +193,14 @@ def _max_pool1d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, kernel_size: int, str
                            (1, dilation))[:, :, 0]
 
 
+op("max_pool1d", max_pool1d, jvp=_max_pool1d_jvp, keeps=("work",))
+
+
 def _avg_pool1d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, *params: Any) -> Any:
     return _conv._call(avg_pool1d, "avg_pool1d", ts[0], *params)
+
+
+op("avg_pool1d", avg_pool1d, jvp=_avg_pool1d_jvp, keeps=("x", "work"))
 
 
 def _one_d(op: Any, where: str, x: Any, kernel_size: Any, stride: Any, padding: Any, *rest: Any) -> tuple[Any, Any]:
@@ -205,17 +218,3 @@ def _one_d(op: Any, where: str, x: Any, kernel_size: Any, stride: Any, padding: 
         return (rule(np.expand_dims(g, 2))[0].reshape(shape),) + (None,) * (3 + len(rest))
 
     return ans[:, :, 0], vjp
-
-
-# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
-JVPS: dict[str, Any] = {
-    "max_pool2d": _max_pool2d_jvp, "avg_pool2d": _avg_pool2d_jvp, "max_pool1d": _max_pool1d_jvp,
-    "avg_pool1d": _avg_pool1d_jvp,
-}
-
-
-from . import JVPS as _ALL_JVPS  # noqa: E402
-from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
-
-_loaded(__name__, globals())
-_ALL_JVPS.update(JVPS)

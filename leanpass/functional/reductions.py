@@ -1,7 +1,7 @@
 """Reductions and the softmax family. Each returns ``(ans, vjp)`` with ``vjp(g) -> (gx,)``.
 
 Each op's forward-mode rule ``_<op>_jvp(tangents, ans, x, ...)`` (see ``_tangent.py``) follows it,
-registered in ``JVPS`` at the end; ``sum`` and ``mean`` are linear, so their rule is the op itself.
+declared in its record (``op(...)``) below it; ``sum`` and ``mean`` are linear, so their rule is the op itself.
 
 ``axis`` may be None (all axes), an int (negative counts from the end) or a tuple of ints.
 """
@@ -9,12 +9,12 @@ registered in ``JVPS`` at the end; ``sum`` and ``mean`` are linear, so their rul
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ._lift import constant, weak
+from ._registry import op
 from ._tangent import of_first
 
 Axis = Any  # None | int | tuple[int, ...]
@@ -83,6 +83,9 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:  
     return ans, lambda g: (_restore(g, shape, axis, keepdims),)
 
 
+op("sum", sum, jvp=of_first(sum), keeps=("shape",), numpy=(np.sum,))
+
+
 def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
     """Mean over ``axis``. The cotangent is broadcast back and divided by the element count.
 
@@ -95,6 +98,9 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:
         raise np.exceptions.AxisError(axis, 0)
     total = _add_reduce(x, axis=axis, keepdims=keepdims)  # np.mean, without its wrapper
     return total / weak(n, total), lambda g: (_restore(g / weak(n, g), shape, axis, keepdims),)
+
+
+op("mean", mean, jvp=of_first(mean), keeps=("shape",), numpy=(np.mean,))
 
 
 def max(x: Any, axis: Axis = None, keepdims: bool = False) -> tuple[Any, Any]:  # noqa: A001
@@ -134,6 +140,10 @@ def _extreme_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, keepdims: bo
     return np.sum(t * (hit / np.sum(hit, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims)
 
 
+op("max", max, jvp=_extreme_jvp, keeps=("x", "ans"), numpy=(np.max,))
+op("min", min, jvp=_extreme_jvp, keeps=("x", "ans"), numpy=(np.min,))
+
+
 def _dof(shape: tuple[int, ...], axis: Axis, ddof: int, name: str) -> int:
     """``n - ddof``, the divisor of a variance; a clear error when it is not positive."""
     n = _count(shape, axis)
@@ -167,6 +177,9 @@ def _var_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, ddof: int = 0, k
     centred = x - np.mean(x, axis=axis, keepdims=True)
     dot = np.sum(centred * ts[0], axis=axis, keepdims=keepdims)
     return dot * weak(2 / dof, dot)
+
+
+op("var", var, jvp=_var_jvp, keeps=("work",), numpy=(np.var,))
 
 
 def std(x: Any, axis: Axis = None, ddof: int = 0, keepdims: bool = False) -> tuple[Any, Any]:
@@ -205,6 +218,9 @@ def _std_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, ddof: int = 0, k
     zero = v == 0  # the VJP's zero-spread convention: 0, with no sqrt at 0 differentiated
     dot = np.sum(centred * ts[0], axis=axis, keepdims=keepdims)
     return np.where(zero, weak(0, dot), dot / (weak(dof, v) * np.sqrt(np.where(zero, weak(1, v), v))))
+
+
+op("std", std, jvp=_std_jvp, keeps=("work",), numpy=(np.std,))
 
 
 def _shifted(x: Any, axis: Axis) -> tuple[Any, Any]:
@@ -257,6 +273,9 @@ def _logsumexp_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, keepdims: 
     return np.sum(ts[0] * weights, axis=axis, keepdims=keepdims)
 
 
+op("logsumexp", logsumexp, jvp=_logsumexp_jvp, keeps=("work",))
+
+
 def softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     """``exp(x) / sum(exp(x))`` along ``axis``, stable for large inputs. Cotangent ``ans * (g - sum(g * ans))``.
 
@@ -279,6 +298,9 @@ def _softmax_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = -1) -> Any:
     return ans * (t - np.sum(ans * t, axis=axis, keepdims=True))
 
 
+op("softmax", softmax, jvp=_softmax_jvp, keeps=("ans",))
+
+
 def log_softmax(x: Any, axis: Axis = -1) -> tuple[Any, Any]:
     """``x - logsumexp(x)`` along ``axis``, stable for large inputs. Cotangent ``g - softmax(x) * sum(g)``.
 
@@ -298,8 +320,4 @@ def _log_softmax_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = -1) -> Any:
     return t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True)
 
 
-# Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS: dict[str, Callable[..., Any]] = {
-    "sum": of_first(sum), "mean": of_first(mean), "max": _extreme_jvp, "min": _extreme_jvp, "var": _var_jvp,
-    "std": _std_jvp, "logsumexp": _logsumexp_jvp, "softmax": _softmax_jvp, "log_softmax": _log_softmax_jvp,
-}
+op("log_softmax", log_softmax, jvp=_log_softmax_jvp, keeps=("ans",))

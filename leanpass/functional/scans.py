@@ -4,17 +4,18 @@ The product rules are exact where entries are 0 (any number of them, at every or
 zeros they divide (``g * ans / x``); with zeros they form, for each entry, the product of the
 others with no division, which costs memory quadratic in the length of the reduced axis, only
 then. Each op's forward-mode rule ``_<op>_jvp(tangents, ans, x, ...)`` follows it (see
-``_tangent.py``), exact at zeros in the same way, registered in ``JVPS`` at the end.
+``_tangent.py``), exact at zeros in the same way, declared in their records.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ._registry import op
+from ._tangent import of_first
 from .reductions import _restore, _shape
 
 Axis = Any  # None | int | tuple[int, ...]
@@ -55,6 +56,9 @@ def _prod_jvp(ts: Tangents, ans: Any, x: Any, axis: Axis = None, keepdims: bool 
     return np.sum(t * _others(x, _axes(len(_shape(x)), axis)), axis=axis, keepdims=keepdims)
 
 
+op("prod", prod, jvp=_prod_jvp, keeps=("x", "ans"), numpy=(np.prod,))
+
+
 def _others(x: Any, axes: tuple[int, ...]) -> Any:
     """For each entry of ``x``, the product of the other entries of its slice over ``axes``."""
     shape = _shape(x)
@@ -77,6 +81,9 @@ def cumsum(x: Any, axis: int | None = None) -> tuple[Any, Any]:
     ans = np.cumsum(x, axis=axis)
     ax = 0 if axis is None else axis
     return ans, lambda g: (np.reshape(_from_end(g, ax), shape),)
+
+
+op("cumsum", cumsum, jvp=of_first(cumsum), numpy=(np.cumsum,))
 
 
 def _from_end(g: Any, axis: int) -> Any:
@@ -124,6 +131,9 @@ def _cumprod_jvp(ts: Tangents, ans: Any, x: Any, axis: int | None = None) -> Any
     return np.moveaxis(np.sum(np.where(upto, np.expand_dims(before * u, -1) * runs, 0), axis=-2), -1, ax)
 
 
+op("cumprod", cumprod, jvp=_cumprod_jvp, keeps=("x", "ans"), numpy=(np.cumprod,))
+
+
 def _cumprod_exact(x: Any, ans: Any, g: Any, axis: int) -> Any:
     """cumprod's cotangent without division: ``before_j * sum_{i >= j} g_i prod_{j < k <= i} x_k``."""
     y, a, h = (np.moveaxis(v, axis, -1) for v in (x, ans, g))
@@ -133,6 +143,3 @@ def _cumprod_exact(x: Any, ans: Any, g: Any, axis: int) -> Any:
     after = np.sum(np.where(later | np.eye(n, dtype=bool), np.expand_dims(h, -2) * runs, 0), axis=-1)
     before = np.concatenate([np.ones_like(a[..., :1]), a[..., :-1]], axis=-1)  # prod_{k<j} x_k
     return np.moveaxis(before * after, -1, axis)
-
-
-JVPS: dict[str, Callable[..., Any]] = {"prod": _prod_jvp, "cumprod": _cumprod_jvp}  # (cumsum's: functional.JVPS)

@@ -4,7 +4,7 @@ Ops that join several arrays take their parameters first and the arrays after
 (``concatenate(axis, *xs)``), so that a node's inputs are one flat tuple; their ``vjp`` returns
 ``None`` for each parameter, then one cotangent per array.
 
-Most of these ops are linear in their input, so their forward-mode rule (``JVPS``, at the end) is
+Most of these ops are linear in their input, so their forward-mode rule (in their records) is
 the op itself applied to the tangent; the others' rules ``_<op>_jvp`` follow the op (see
 ``_tangent.py``).
 """
@@ -21,6 +21,7 @@ import numpy as np
 from . import _lift
 from ._broadcast import unbroadcast
 from ._lift import NUMPY1, weak
+from ._registry import op
 from ._tangent import of_first, total
 
 Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
@@ -36,6 +37,9 @@ def reshape(x: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     return np.reshape(x, shape), lambda g: (g.reshape(xshape),)
 
 
+op("reshape", reshape, jvp=of_first(reshape), keeps=("shape",), numpy=(np.reshape,))
+
+
 def transpose(x: Any, axes: tuple[int, ...] | None = None) -> tuple[Any, Any]:
     """Permute axes (reverse them when ``axes`` is None). The cotangent gets the inverse permutation.
 
@@ -46,6 +50,9 @@ def transpose(x: Any, axes: tuple[int, ...] | None = None) -> tuple[Any, Any]:
     return np.transpose(x, axes), lambda g: (np.transpose(g, inverse),)
 
 
+op("transpose", transpose, jvp=of_first(transpose), keeps=("work",), numpy=(np.transpose,))
+
+
 def swapaxes(x: Any, axis1: int, axis2: int) -> tuple[Any, Any]:
     """Swap two axes. The cotangent swaps them back.
 
@@ -53,6 +60,9 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> tuple[Any, Any]:
     (3, 2)
     """
     return np.swapaxes(x, axis1, axis2), lambda g: (np.swapaxes(g, axis1, axis2),)
+
+
+op("swapaxes", swapaxes, jvp=of_first(swapaxes), numpy=(np.swapaxes,))
 
 
 def expand_dims(x: Any, axis: int | tuple[int, ...]) -> tuple[Any, Any]:
@@ -65,6 +75,9 @@ def expand_dims(x: Any, axis: int | tuple[int, ...]) -> tuple[Any, Any]:
     return np.expand_dims(x, axis), lambda g: (g.reshape(xshape),)
 
 
+op("expand_dims", expand_dims, jvp=of_first(expand_dims), numpy=(np.expand_dims,))
+
+
 def squeeze(x: Any, axis: int | tuple[int, ...] | None = None) -> tuple[Any, Any]:
     """Remove size-1 axes (all of them, or those in ``axis``). The cotangent is reshaped back.
 
@@ -75,6 +88,9 @@ def squeeze(x: Any, axis: int | tuple[int, ...] | None = None) -> tuple[Any, Any
     return np.squeeze(x, axis), lambda g: (g.reshape(xshape),)
 
 
+op("squeeze", squeeze, jvp=of_first(squeeze), keeps=("shape",), numpy=(np.squeeze,))
+
+
 def broadcast_to(x: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     """Broadcast to ``shape``. The cotangent is summed back over the broadcast axes.
 
@@ -82,6 +98,9 @@ def broadcast_to(x: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     (array([2., 2., 2.]),)
     """
     return np.broadcast_to(x, shape), lambda g: (unbroadcast(g, x),)
+
+
+op("broadcast_to", broadcast_to, jvp=of_first(broadcast_to), keeps=("x",), numpy=(np.broadcast_to,))
 
 
 def astype(x: Any, dtype: Any) -> tuple[Any, Any]:
@@ -97,6 +116,9 @@ def astype(x: Any, dtype: Any) -> tuple[Any, Any]:
     return a.astype(dtype), lambda g: (g.astype(xdtype),)
 
 
+op("astype", astype, jvp=of_first(astype), keeps=("dtype",))
+
+
 def getitem(x: Any, index: Any) -> tuple[Any, Any]:
     """``x[index]`` with NumPy indexing (ints, slices, None, ..., integer arrays, boolean masks).
 
@@ -107,6 +129,9 @@ def getitem(x: Any, index: Any) -> tuple[Any, Any]:
     """
     xshape = np.shape(x)
     return _lift.index(x, index), lambda g: (_lift.unindex(g, index, xshape),)
+
+
+op("getitem", getitem, jvp=of_first(getitem), keeps=("index", "shape"))
 
 
 def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
@@ -126,6 +151,9 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     else:
         np.add.at(out, index, g)
     return out, lambda h: (_lift.index(h, index), None, None)
+
+
+op("unindex", unindex, jvp=of_first(unindex), keeps=("index",))
 
 
 def _is_basic(index: Any) -> bool:
@@ -156,6 +184,9 @@ def _concatenate_jvp(ts: Tangents, ans: Any, axis: int, *xs: Any) -> Any:
     return concatenate(axis, *_filled(ts[1:], xs))[0]
 
 
+op("concatenate", concatenate, jvp=_concatenate_jvp, keeps=("work",), numpy=(np.concatenate,))
+
+
 def _filled(ts: Tangents, xs: tuple[Any, ...]) -> list[Any]:
     """The tangents of a join's inputs, zeros for an input without one."""
     return [np.zeros_like(x) if t is None else t for t, x in zip(ts, xs)]
@@ -174,6 +205,9 @@ def stack(axis: int, *xs: Any) -> tuple[Any, Any]:
 
 def _stack_jvp(ts: Tangents, ans: Any, axis: int, *xs: Any) -> Any:
     return stack(axis, *_filled(ts[1:], xs))[0]
+
+
+op("stack", stack, jvp=_stack_jvp, keeps=("xs",), numpy=(np.stack,))
 
 
 def where(cond: Any, x: Any, y: Any, need: tuple[bool, ...] = (False, True, True)) -> tuple[Any, Any]:
@@ -254,6 +288,9 @@ def _einsum_jvp(ts: Tangents, ans: Any, subscripts: str, *xs: Any) -> Any:
         if t is not None:
             terms.append(einsum(subscripts, *xs[:i], t, *xs[i + 1:])[0])
     return total(*terms)
+
+
+op("einsum", einsum, jvp=_einsum_jvp, need=True, keeps=("xs",), numpy=(np.einsum,))
 
 
 def _on_diagonals(ct: Any, target: str, sub: str, size: dict[str, int]) -> Any:
@@ -358,13 +395,6 @@ def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
     return spelled, out
 
 
-# Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS: dict[str, Callable[..., Any]] = {
-    **{op.__name__: of_first(op) for op in (reshape, transpose, swapaxes, expand_dims, squeeze, broadcast_to,
-                                             astype, getitem, unindex)},
-    "concatenate": _concatenate_jvp, "stack": _stack_jvp, "where": _where_jvp, "einsum": _einsum_jvp,
-}
-
 def _weak_where(op: Callable[..., Any]) -> Callable[..., Any]:
     """``where`` with a Python number among ``x`` and ``y`` taken in the other's dtype (see ``_lift.weak``)."""
 
@@ -377,3 +407,4 @@ def _weak_where(op: Callable[..., Any]) -> Callable[..., Any]:
 
 if NUMPY1:  # a 0-d array meets a Python number in float64 there; on NumPy 2 in its own dtype
     where = _weak_where(where)
+op("where", where, jvp=_where_jvp, need=True, keeps=("cond", "x", "y"), numpy=(np.where,))  # (after NumPy 1.x's)

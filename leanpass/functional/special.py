@@ -4,7 +4,7 @@ The elementwise ones are declared in one table, ``ELEMENTWISE``: a name, the val
 arrays), and the derivative ``d(x, ans, *params)`` written with these same ops, so that each
 derivative is differentiable again: ``gammaln' = digamma``, ``digamma' = polygamma(1, .)``,
 ``polygamma(n, .)' = polygamma(n + 1, .)``, ``erfinv' = sqrt(pi) / 2 exp(erfinv**2)`` and so on, to any
-order. ``vjp(g) = (g * d,)``, and the forward-mode rule is ``t * d`` (registered in ``JVPS``, as
+order. ``vjp(g) = (g * d,)``, and the forward-mode rule is ``t * d`` (in its record, as
 are those of ``xlogy``, ``xlog1py`` and ``betaln``, beside their VJPs). (``erf`` and ``erfc`` themselves
 are ops of ``elementwise.py``; the private ones here serve ``ndtr``, ``log_ndtr`` and ``erfinv``.)
 
@@ -37,6 +37,7 @@ import numpy as np
 
 from ._broadcast import unbroadcast
 from ._lift import in_dtype_of, weak
+from ._registry import op
 
 _SQRT_PI = math.sqrt(math.pi)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -333,20 +334,22 @@ def _in_float64(values: Callable[..., Any], x: Any, *params: Any) -> Any:
 
 
 def _elementwise(name: str) -> Callable[..., Any]:
+    """The op of ``ELEMENTWISE[name]``, registered (its forward-mode rule ``t * d``, from the same derivative)."""
     values, derivative = ELEMENTWISE[name]
 
-    def op(x: Any, *params: Any) -> tuple[Any, Any]:
+    def fn(x: Any, *params: Any) -> tuple[Any, Any]:
         from ..core.tensor import Tensor, apply
 
         if type(x) is Tensor:  # a differentiable backward pass replays the op: record it
-            ans = apply(op, name, x, *params)
+            ans = apply(fn, name, x, *params)
         else:
             ans = _in_float64(values, x, *params)
         return ans, partial(_elementwise_vjp, derivative, x, ans, params)
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"``{name}`` elementwise (see the module docstring). ``vjp(g) = (g * d{name}/dx,)``."
-    return op
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{name}`` elementwise (see the module docstring). ``vjp(g) = (g * d{name}/dx,)``."
+    op(name, fn, jvp=partial(_elementwise_jvp, derivative), keeps=("x", "ans"))
+    return fn
 
 
 def _elementwise_vjp(derivative: Callable[..., Any], x: Any, ans: Any, params: tuple[Any, ...],
@@ -467,6 +470,10 @@ def _x_log_jvp(plain: bool, ts: tuple[Any, Any], ans: Any, x: Any, y: Any) -> An
     return out
 
 
+op("xlogy", xlogy, jvp=partial(_x_log_jvp, True), keeps=("x", "y"))
+op("xlog1py", xlog1py, jvp=partial(_x_log_jvp, False), keeps=("x", "y"))
+
+
 # ----- betaln: log |B(a, b)|, stable when one argument is large -----------------------------------
 def _betaln_values(a: Any, b: Any) -> Any:
     a, b = _float(a), _float(b)
@@ -539,15 +546,4 @@ def _betaln_jvp(ts: tuple[Any, Any], ans: Any, a: Any, b: Any) -> Any:
     return db if da is None else da if db is None else da + db
 
 
-# Forward-mode rules by op name (they join functional.JVPS as this module loads, below).
-JVPS: dict[str, Callable[..., Any]] = {
-    **{name: partial(_elementwise_jvp, derivative) for name, (_, derivative) in ELEMENTWISE.items()},
-    "xlogy": partial(_x_log_jvp, True), "xlog1py": partial(_x_log_jvp, False), "betaln": _betaln_jvp,
-}
-
-
-from . import JVPS as _ALL_JVPS  # noqa: E402
-from . import _loaded  # noqa: E402 (its ops join functional.OPS: this module loads on first use)
-
-_loaded(__name__, globals())
-_ALL_JVPS.update(JVPS)
+op("betaln", betaln, jvp=_betaln_jvp, keeps=("a", "b"))

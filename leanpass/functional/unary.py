@@ -1,7 +1,7 @@
 """Elementwise operations of one input. Each returns ``(ans, vjp)`` with ``vjp(g) -> (gx,)``.
 
 Below each VJP is the op's forward-mode rule ``_<op>_jvp(tangents, ans, x, ...)`` (see
-``_tangent.py``), registered in ``JVPS`` at the end.
+``_tangent.py``), declared in its record (``op(...)``) below it.
 
 As in ``binary.py``, each rule is a module-level ``_<op>_vjp(saved..., g)`` right under its op,
 returned as ``MethodType(rule, saved)`` (one saved value) or ``functools.partial(rule, saved...)``.
@@ -12,7 +12,6 @@ differentiable backward pass can replay them on Tensors.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from types import MethodType
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 
 from ._broadcast import unbroadcast
 from ._lift import weak
+from ._registry import op
 
 Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
 
@@ -42,6 +42,9 @@ def _identity_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return ts[0]
 
 
+op("identity", identity, jvp=_identity_jvp)
+
+
 def neg(x: Any) -> tuple[Any, Any]:
     """``-x``. The cotangent is negated.
 
@@ -57,6 +60,9 @@ def _neg_vjp(g: Any) -> tuple[Any]:
 
 def _neg_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return -ts[0]
+
+
+op("neg", neg, jvp=_neg_jvp, numpy=(np.negative,))
 
 
 def exp(x: Any) -> tuple[Any, Any]:
@@ -75,6 +81,9 @@ def _exp_vjp(ans: Any, g: Any) -> tuple[Any]:
 
 def _exp_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return ts[0] * ans
+
+
+op("exp", exp, jvp=_exp_jvp, keeps=("ans",), numpy=(np.exp,))
 
 
 def log(x: Any) -> tuple[Any, Any]:
@@ -96,6 +105,9 @@ def _log_vjp(x: Any, g: Any) -> tuple[Any]:
 def _log_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     with np.errstate(divide="ignore", invalid="ignore"):
         return ts[0] / x
+
+
+op("log", log, jvp=_log_jvp, keeps=("x",), numpy=(np.log,))
 
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -129,6 +141,9 @@ def _relu_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return ts[0] * np.sign(ans)
 
 
+op("relu", relu, jvp=_relu_jvp, keeps=("ans",))
+
+
 def sigmoid(x: Any) -> tuple[Any, Any]:
     """``1 / (1 + exp(-x))`` in the stable form ``exp(-logaddexp(0, -x))``. Cotangent ``g * ans * (1 - ans)``.
 
@@ -151,6 +166,9 @@ def _sigmoid_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return t
 
 
+op("sigmoid", sigmoid, jvp=_sigmoid_jvp, keeps=("ans",))
+
+
 def tanh(x: Any) -> tuple[Any, Any]:
     """Hyperbolic tangent. Cotangent ``g * (1 - ans**2)``.
 
@@ -171,6 +189,9 @@ def _tanh_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return ts[0] - t
 
 
+op("tanh", tanh, jvp=_tanh_jvp, keeps=("ans",), numpy=(np.tanh,))
+
+
 def abs(x: Any) -> tuple[Any, Any]:  # noqa: A001 - NumPy's name
     """``|x|``. Cotangent ``g * sign(x)`` (0 at 0).
 
@@ -186,6 +207,9 @@ def _abs_vjp(x: Any, g: Any) -> tuple[Any]:
 
 def _abs_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return ts[0] * np.sign(x)
+
+
+op("abs", abs, jvp=_abs_jvp, keeps=("x",), numpy=(np.abs,))
 
 
 def sqrt(x: Any) -> tuple[Any, Any]:
@@ -209,6 +233,9 @@ def _sqrt_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
         return ts[0] / (ans + ans)
 
 
+op("sqrt", sqrt, jvp=_sqrt_jvp, keeps=("ans",), numpy=(np.sqrt,))
+
+
 def square(x: Any) -> tuple[Any, Any]:
     """``x * x``. Cotangent ``2 * g * x``.
 
@@ -225,6 +252,9 @@ def _square_vjp(x: Any, g: Any) -> tuple[Any]:
 def _square_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     t = ts[0]
     return (t + t) * x
+
+
+op("square", square, jvp=_square_jvp, keeps=("x",), numpy=(np.square,))
 
 
 def sin(x: Any) -> tuple[Any, Any]:
@@ -244,6 +274,9 @@ def _sin_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return ts[0] * np.cos(x)
 
 
+op("sin", sin, jvp=_sin_jvp, keeps=("x",), numpy=(np.sin,))
+
+
 def cos(x: Any) -> tuple[Any, Any]:
     """Cosine. Cotangent ``-g * sin(x)``.
 
@@ -259,6 +292,9 @@ def _cos_vjp(x: Any, g: Any) -> tuple[Any]:
 
 def _cos_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return -ts[0] * np.sin(x)
+
+
+op("cos", cos, jvp=_cos_jvp, keeps=("x",), numpy=(np.cos,))
 
 
 def softplus(x: Any) -> tuple[Any, Any]:
@@ -283,6 +319,9 @@ def _softplus_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return ts[0] * np.exp(-np.logaddexp(weak(0, x), -x))
 
 
+op("softplus", softplus, jvp=_softplus_jvp, keeps=("x",))
+
+
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> tuple[Any, Any]:
     """``x`` where ``x > 0``, else ``negative_slope * x``. The slope at 0 is ``negative_slope``.
 
@@ -299,6 +338,9 @@ def _leaky_relu_vjp(slope: Any, g: Any) -> tuple[Any]:
 
 def _leaky_relu_jvp(ts: Tangents, ans: Any, x: Any, negative_slope: float = 0.01) -> Any:
     return ts[0] * np.where(x > 0, 1.0, negative_slope).astype(getattr(x, "dtype", np.float64))
+
+
+op("leaky_relu", leaky_relu, jvp=_leaky_relu_jvp, keeps=("work",))
 
 
 _GELU_C = float(np.sqrt(2.0 / np.pi))
@@ -339,6 +381,9 @@ def _gelu_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     return ts[0] * _gelu_slope(x, np.tanh(weak(_GELU_C, x) * (xc + weak(0.044715, x) * xc * xc * xc)))
 
 
+op("gelu", gelu, jvp=_gelu_jvp, keeps=("x", "work"))
+
+
 def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
     """Clamp to ``[lo, hi]`` (either may be None). Cotangent ``g`` inside the range, 0 outside.
 
@@ -360,10 +405,4 @@ def _clip_jvp(ts: Tangents, ans: Any, x: Any, lo: Any, hi: Any) -> Any:
     return None if t is None else t * (ans == x).astype(t.dtype)
 
 
-# Forward-mode rules by op name (functional.JVPS gathers them from every module).
-JVPS: dict[str, Callable[..., Any]] = {
-    "identity": _identity_jvp, "neg": _neg_jvp, "exp": _exp_jvp, "log": _log_jvp, "relu": _relu_jvp,
-    "sigmoid": _sigmoid_jvp, "tanh": _tanh_jvp, "abs": _abs_jvp, "sqrt": _sqrt_jvp, "square": _square_jvp,
-    "sin": _sin_jvp, "cos": _cos_jvp, "softplus": _softplus_jvp, "leaky_relu": _leaky_relu_jvp,
-    "gelu": _gelu_jvp, "clip": _clip_jvp,
-}
+op("clip", clip, jvp=_clip_jvp, keeps=("x", "ans"), numpy=(np.clip,))

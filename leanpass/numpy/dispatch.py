@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import functional as F
 from ..core.tensor import Tensor, _value
 from . import arrays as ops_arrays
 from . import basics as ops
@@ -60,11 +61,11 @@ _UFUNCS: dict[Any, Callable[..., Any]] = {
     np.reciprocal: lambda x: ops.divide(1.0, x),
 }
 
-# NumPy's elementwise math (functional.ELEMENTWISE), each ufunc the LeanPass function of its name.
-_UFUNCS.update({getattr(np, name): getattr(ops_math, name) for name in (
-    "log1p", "expm1", "exp2", "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
-    "arccosh", "arctanh", "cbrt", "fabs", "reciprocal", "deg2rad", "rad2deg", "radians", "degrees", "floor",
-    "ceil", "trunc", "rint", "sign", "arctan2", "hypot", "logaddexp2", "fmax", "fmin", "remainder", "fmod")})
+# NumPy's elementwise math (functional.ELEMENTWISE): each ufunc of an op's record (``numpy=``), the
+# LeanPass function of the op's name; and two aliases.
+_UFUNCS.update({f: getattr(ops_math, rec.name) for rec in F.REGISTRY.values()
+                if rec.module == "leanpass.functional.elementwise" for f in rec.numpy if isinstance(f, np.ufunc)})
+_UFUNCS.update({np.radians: ops_math.radians, np.degrees: ops_math.degrees})
 
 # ``ufunc.reduce`` on a Tensor: the reduction of the same meaning.
 _REDUCES: dict[Any, Callable[..., Any]] = {np.add: ops.sum, np.maximum: ops.max, np.minimum: ops.min}

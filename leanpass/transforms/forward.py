@@ -16,9 +16,9 @@ of ``jvp``, ``jvp`` of ``grad`` (forward-over-reverse), ``jvp`` of ``jvp``.
 ``jacfwd`` needs one tangent per input direction: ``Sweep`` records ``f`` once, then pushes each
 direction through the recorded nodes in creation order, with the same rules.
 
-Every built-in op has a rule of its own. An op of the user's, recorded with ``apply``, gets one
-from its VJP, by transposition; see ``transposed_vjp``. An op of LeanPass's own recorded with
-``apply`` (``vmap``'s) has its rule in ``CUSTOM_JVPS``, by its function.
+Every built-in op has a rule of its own, in its record (``functional.REGISTRY``; ``vmap``'s own
+ops too). A record may declare ``jvp=TRANSPOSED`` instead, and an op of the user's, recorded with
+``apply``, has no record: their tangents come from the VJP, by transposition; see ``transposed_vjp``.
 
 With ``debug_nans`` on, a tangent is checked as it is made, as an output is: the first op whose
 output or tangent holds a NaN raises, naming the op (``_check_tangent``). Off, it costs one test of
@@ -51,6 +51,7 @@ from ..core.tensor import (
     _shapes,
 )
 from ..core.tree import _first_difference, tree_flatten, tree_unflatten
+from ..functional import TRANSPOSED
 from .reverse import _split_aux, _Traced
 
 
@@ -157,22 +158,19 @@ def _first(step: list[Any]) -> int:
     return int(step[0])
 
 
-_JVPS = F.JVPS
-# Forward-mode rules of ops recorded with ``apply`` that are not in ``functional.OPS`` (``vmap``'s
-# batching ops), by the op's function: ``rule(tangents, ans, *inputs)`` as in ``functional.JVPS``.
-CUSTOM_JVPS: dict[Callable[..., Any], Callable[..., Any]] = {}
+_JVPS = F.JVPS  # (the rules of the records, a derived view: one lookup on the hot path below)
 
 
 def rule_of(name: str, vjp: Any, parents: tuple[Any, ...], on_tensors: bool) -> Callable[..., Any]:
-    """The forward-mode rule of a node of op ``name`` with VJP ``vjp``: its own, else its VJP transposed."""
+    """The forward-mode rule of a node of op ``name`` with VJP ``vjp``: its record's, else (a record
+    declaring ``jvp=TRANSPOSED``, or an op of the user's without a record) its VJP transposed."""
     if type(vjp) is CustomVJP:
-        fn = vjp.fn
-        rule = CUSTOM_JVPS.get(fn)
+        fn, rule = vjp.fn, TRANSPOSED
     else:
-        fn = None
-        rule = F.JVPS.get(name)
-    if rule is None:  # no rule of its own: its VJP, transposed
-        rule = functools.partial(_transposed_rule, fn or F.OPS[name], name, parents, on_tensors)
+        rec = F.REGISTRY[name]
+        fn, rule = rec.fn, rec.jvp
+    if rule is TRANSPOSED:
+        rule = functools.partial(_transposed_rule, fn, name, parents, on_tensors)
     return rule
 
 
@@ -222,7 +220,8 @@ def _transposed(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], tan
     else:  # constant Tensors, so that the replay records only what depends on g
         inputs = tuple([_const(p._data) if type(p) is Tensor else _const(p) if t is not None else p
                         for p, t in zip(parents, tangents)])
-    if name in F.TAKES_NEED and fn is F.OPS.get(name):
+    rec = F.REGISTRY.get(name)
+    if rec is not None and rec.need and fn is rec.fn:
         ans, vjp = fn(*inputs, need=tuple(t is not None for t in tangents))
     else:
         ans, vjp = fn(*inputs)

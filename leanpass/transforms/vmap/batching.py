@@ -36,7 +36,7 @@ from ...core import engine, tensor
 from ...core.tensor import Tensor, _const, apply
 from ...core.tree import _REGISTRY, TreeDef, tree_flatten, tree_unflatten
 from ...functional import _lift
-from .. import forward
+from ...functional._registry import op
 
 _next_id = itertools.count(1).__next__
 
@@ -723,8 +723,12 @@ def _spread_jvp(ts: tuple[Any, ...], ans: Any, x: Any, lvl: Level) -> Any:
     return _lifted(_spread_op, "vmap_spread", ts[0], lvl)
 
 
-forward.CUSTOM_JVPS.update({_to_batch: _to_batch_jvp, _from_batch: _from_batch_jvp, _sum_batch: _sum_batch_jvp,
-                            _spread_op: _spread_jvp})
+# Their records: ops of vmap's own, kept out of functional.OPS (internal); each op's VJP keeps only
+# its parameters (the axis and the level).
+op("vmap_batch", _to_batch, jvp=_to_batch_jvp, keeps=("axis", "lvl"), internal=True)
+op("vmap_unbatch", _from_batch, jvp=_from_batch_jvp, keeps=("axis", "lvl"), internal=True)
+op("vmap_sum", _sum_batch, jvp=_sum_batch_jvp, keeps=("lvl",), internal=True)
+op("vmap_spread", _spread_op, jvp=_spread_jvp, keeps=("lvl",), internal=True)
 
 
 def _lifted(op: Any, name: str, x: Any, *params: Any) -> Any:
