@@ -15,7 +15,7 @@ from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 import leanpass as lp
 from leanpass import functional as F
 from leanpass import losses, nn, optim
-from leanpass.transforms.jit.tracing import ConcretizationError
+from leanpass.transforms.jit.recording import ConcretizationError
 
 # Every op's sample inputs, from the tables beside the tests: ``SAMPLES[key](rng)`` gives the op's
 # arguments, where the op is ``key`` up to a ``/`` (``"getitem/mask"``).
