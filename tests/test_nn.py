@@ -9,6 +9,7 @@ import pytest
 
 import leanpass as lp
 from leanpass import losses, nn
+from leanpass.nn.module import _set
 from leanpass.testing import check_grads
 
 
@@ -127,7 +128,7 @@ class Scaled(nn.Module):
     _static = ("name",)
 
     def __init__(self, scale, inner, name="s"):
-        nn._set(self, scale=scale, inner=inner, name=name)
+        _set(self, scale=scale, inner=inner, name=name)
 
 
 @pytest.mark.parametrize("make", [
