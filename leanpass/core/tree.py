@@ -89,6 +89,9 @@ def _entry(x: Any) -> Any:
 def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
     """The leaves of ``tree`` in order, and its structure.
 
+    A ``TreeDef`` in the tree is a leaf. A frozen module is walked once: later flattens of it (or
+    of any tree holding it) take its leaves and structure as remembered.
+
     >>> tree_flatten((1.0, {"a": 2.0}))[0]
     [1.0, 2.0]
     """
