@@ -103,7 +103,7 @@ del np
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "nn.losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint", "CheckpointError": "checkpoint",
          "linalg": "numpy.linalg", "special": "scipy.special", "stats": "scipy.stats",
-         "vmap": "transforms.vmap.batching", "jit": "transforms.jit.tracing", "jvp": "transforms.forward",
+         "vmap": "transforms.vmap.batching", "jit": "transforms.jit.jitted", "jvp": "transforms.forward",
          **{name: "transforms.jacobians" for name in ("jacfwd", "jacrev", "jacobian", "hessian", "hvp")},
          **{name: "numpy.convolution" for name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool1d",
                                                    "max_pool2d", "avg_pool1d", "avg_pool2d", "pad", "batch_norm",
@@ -132,7 +132,7 @@ if TYPE_CHECKING:
     from .tools.graph import draw_graph, to_dot
     from .transforms.forward import jvp
     from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
-    from .transforms.jit.tracing import jit
+    from .transforms.jit.jitted import jit
     from .transforms.vmap.batching import vmap
 
 

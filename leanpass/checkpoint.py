@@ -75,9 +75,10 @@ def _class_name(cls: type) -> str:
 def _child_names(cls: type, n: int) -> list[str]:
     """Names for the children of a registered class in error messages (``.weight``, ``[0]``)."""
     from . import nn
+    from .nn.module import _dynamic_fields
 
     if isinstance(cls, type) and issubclass(cls, nn.Module) and cls is not nn.Sequential:
-        names = nn._dynamic_fields(cls)
+        names = _dynamic_fields(cls)
         if len(names) == n:
             return [f".{name}" for name in names]
     return [f"[{i}]" for i in range(n)]
@@ -86,9 +87,10 @@ def _child_names(cls: type, n: int) -> list[str]:
 def _fields_missing(cls: type, n: int) -> bool:
     """Whether a module class has other than ``n`` parameter fields (Sequential takes any number)."""
     from . import nn
+    from .nn.module import _dynamic_fields
 
     if isinstance(cls, type) and issubclass(cls, nn.Module) and cls is not nn.Sequential:
-        return len(nn._dynamic_fields(cls)) != n
+        return len(_dynamic_fields(cls)) != n
     return False
 
 

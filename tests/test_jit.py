@@ -15,7 +15,7 @@ from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 import leanpass as lp
 from leanpass import functional as F
 from leanpass import losses, nn, optim
-from leanpass.transforms.jit.tracing import ConcretizationError
+from leanpass.transforms.jit import ConcretizationError
 
 # Every op's sample inputs, from the tables beside the tests: ``SAMPLES[key](rng)`` gives the op's
 # arguments, where the op is ``key`` up to a ``/`` (``"getitem/mask"``).
@@ -772,3 +772,34 @@ def test_adam_and_clipping_equal_their_reference_formulas():
     clipped, _ = clip.update(grads, ())
     assert all(np.array_equal(c, a * a.dtype.type(1.0 / norm)) for c, a in zip(clipped, grads))
     assert optim.global_norm(grads) == norm
+
+
+def test_a_training_step_replays_through_its_written_out_check():
+    # The step returns a new model: rebuilt with its flatten remembered (core.tree), so the next
+    # step's arguments pass the written-out signature check without a walk over them.
+    x, y = data(np.float64)
+
+    def step(model, xb, yb):
+        grads = lp.grad(lambda m: losses.cross_entropy(m(xb), yb))(model)
+        return lp.tree_map(lambda p, g: p - 0.1 * g, model, grads)
+
+    jstep = lp.jit(step)
+    model = eager = nn.MLP([8, 6, 4], rng=0, dtype=np.float64)
+    for _ in range(3):
+        model, eager = jstep({"m": model}["m"], x, y), step(eager, x, y)
+        assert same(model, eager)
+        assert "_tree_flatten_cache" in vars(model)
+        assert jstep._fast is not None and jstep._fast[0]((model, x, y), {}) is not None
+    assert jstep.trace_count == 1
+
+
+def test_a_treedef_argument_is_a_leaf_compared_by_value():
+    def rebuild(td, xs):
+        return lp.tree_unflatten(td, [2 * x for x in xs])
+
+    jitted = lp.jit(rebuild)
+    xs = [np.arange(3.0), np.ones(2)]
+    for tree in ({"a": 0, "b": 0}, {"a": 0, "b": 0}, [0, 0]):
+        td = lp.tree_flatten(tree)[1]
+        assert same(jitted(td, xs), rebuild(td, xs))
+    assert jitted.trace_count == 2  # (an equal structure is the same signature)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import leanpass as lp
 from leanpass import losses, nn
+from leanpass.nn.module import _set
 from leanpass.testing import check_grads
 
 
@@ -127,7 +130,7 @@ class Scaled(nn.Module):
     _static = ("name",)
 
     def __init__(self, scale, inner, name="s"):
-        nn._set(self, scale=scale, inner=inner, name=name)
+        _set(self, scale=scale, inner=inner, name=name)
 
 
 @pytest.mark.parametrize("make", [
@@ -366,3 +369,14 @@ def test_a_module_that_is_not_a_frozen_dataclass_is_never_remembered():
     lp.tree_flatten(module)
     module.w = lp.Tensor([2.0])
     assert lp.tree_flatten(module)[0] == [module.w] and lp.core.tree._CACHE not in vars(module)
+
+
+def test_the_nn_namespace_lists_every_layer_and_keeps_its_public_module() -> None:
+    # The conv layers load on first use, but dir(nn) (tab completion) lists them; every class and
+    # function keeps the module name a checkpoint stores and a repr shows, wherever it is defined.
+    code = ("import sys\nfrom leanpass import nn\nprint('leanpass.nn.conv' in sys.modules)\n"
+            "print(all(n in dir(nn) for n in nn.__all__))\n"
+            "print(sorted({getattr(nn, n).__module__ for n in nn.__all__ if callable(getattr(nn, n))} - "
+            "{'leanpass.numpy.basics'}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:3] == ["False", "True", "['leanpass.nn']"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -215,3 +216,13 @@ def test_a_gradient_numpy_would_broadcast_is_refused(make):
     assert all(np.array_equal(params[k], before[k]) for k in params)
     with pytest.raises(ValueError, match=r"apply_updates: the update at \['w'\] has shape \(1, 2, 3\)"):
         optim.apply_updates(params, {"b": np.zeros(3), "w": np.zeros((1, 2, 3))})
+
+
+def test_every_optim_name_keeps_its_public_module_and_a_state_pickles() -> None:
+    # Checkpoints and pickle name classes by module: everything optim defines is named leanpass.optim.
+    modules = {getattr(optim, n).__module__ for n in optim.__all__} | {optim._State.__module__}
+    assert modules == {"leanpass.optim"}
+    opt = optim.adam(0.1)
+    state = opt.update(np.array([1.0]), opt.init(np.array([0.0])))[1]
+    again = pickle.loads(pickle.dumps(state))
+    assert type(again) is type(state) and again.step == 1 and np.array_equal(again.slots[0][0], state.slots[0][0])

@@ -209,3 +209,27 @@ def test_a_structure_too_deep_to_write_out_still_rebuilds() -> None:
     for _ in range(300):
         inner = inner[0]
     assert inner is leaves[0]
+
+
+def test_a_treedef_is_a_leaf() -> None:
+    # (an optimizer's state, a saved structure: held as data, not walked into)
+    _, inner = tree_flatten({"w": [1.0, 2.0]})
+    leaves, treedef = tree_flatten({"structure": inner, "x": 3.0})
+    assert leaves == [inner, 3.0]
+    assert tree_unflatten(treedef, leaves) == {"structure": inner, "x": 3.0}
+    assert tree_map(lambda x: x, [inner]) == [inner]
+
+
+def test_a_module_inside_a_container_flattens_from_its_remembered_flatten() -> None:
+    # One flatten for every caller (lp.jit's signatures too): a frozen module anywhere in the tree
+    # is flattened once; later flattens of a tree holding it take its leaves and structure as remembered.
+    from leanpass import nn
+
+    model = nn.MLP([3, 4, 2], rng=0, dtype=np.float64)
+    leaves, treedef = tree_flatten((model, {"x": 1.0}))
+    alone, model_def = tree_flatten(model)
+    assert treedef.children[0] is model_def  # the structure remembered by the first flatten, not a new walk
+    assert leaves == [*alone, 1.0]
+    again, treedef_again = tree_flatten([model, model])
+    assert again == alone + alone and treedef_again.children[1] is model_def
+    assert tree_unflatten(treedef, leaves)[0].layers[0].weight is alone[0]

@@ -80,7 +80,7 @@ def register_pytree(
 
 def _entry(x: Any) -> Any:
     entry = _REGISTRY.get(type(x))
-    if entry is None and isinstance(x, tuple) and hasattr(x, "_fields"):  # a NamedTuple
+    if entry is None and isinstance(x, tuple) and hasattr(x, "_fields") and type(x) is not TreeDef:  # a NamedTuple
         cls = type(x)
         return (lambda t: (t, None), lambda meta, ch: cls(*ch))
     return entry
@@ -89,23 +89,14 @@ def _entry(x: Any) -> Any:
 def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
     """The leaves of ``tree`` in order, and its structure.
 
+    A ``TreeDef`` in the tree is a leaf. A frozen module is walked once: later flattens of it (or
+    of any tree holding it) take its leaves and structure as remembered.
+
     >>> tree_flatten((1.0, {"a": 2.0}))[0]
     [1.0, 2.0]
     """
     leaves: list[Any] = []
-    if type(tree) not in _FROZEN_CLASSES:
-        return leaves, _walk(tree, leaves)
-    d = tree.__dict__
-    hit = d.get(_CACHE)
-    if hit is not None and hit[0] is _epoch:
-        return list(hit[1]), hit[2]
-    treedef = _walk(tree, leaves)
-    if _frozen(treedef):
-        d[_CACHE] = (_epoch, tuple(leaves), treedef)
-        if len(_TRUSTED) >= 64:
-            _TRUSTED.clear()
-        _TRUSTED[id(treedef)] = (treedef, None)
-    return leaves, treedef
+    return leaves, _walk(tree, leaves, True)
 
 
 def _frozen(td: TreeDef) -> bool:
@@ -121,9 +112,25 @@ def _frozen(td: TreeDef) -> bool:
     return True
 
 
-def _walk(x: Any, leaves: list[Any]) -> TreeDef:
+def _walk(x: Any, leaves: list[Any], remember: bool = False) -> TreeDef:
+    """The structure of ``x``, its leaves appended to ``leaves``. With ``remember``, a frozen module
+    (the outermost ones) is taken from its remembered flatten, and its flatten is remembered."""
     # A module-level function, not a closure that calls itself: a self-referencing closure is a
     # reference cycle, which keeps ``leaves`` (and every array in it) alive until the cyclic GC runs.
+    if remember and type(x) in _FROZEN_CLASSES:
+        d = x.__dict__
+        hit = d.get(_CACHE)
+        if hit is not None and hit[0] is _epoch:
+            leaves.extend(hit[1])
+            return hit[2]  # (the very treedef remembered: lp.jit's signature check tests it by identity)
+        start = len(leaves)
+        treedef = _walk(x, leaves)
+        if _frozen(treedef):
+            d[_CACHE] = (_epoch, tuple(leaves[start:]), treedef)
+            if len(_TRUSTED) >= 64:
+                _TRUSTED.clear()
+            _TRUSTED[id(treedef)] = (treedef, None)
+        return treedef
     entry = _REGISTRY.get(type(x))
     if entry is None:
         entry = _entry(x)  # a NamedTuple, or a leaf
@@ -137,7 +144,7 @@ def _walk(x: Any, leaves: list[Any]) -> TreeDef:
             leaves.append(c)
             kids.append(_LEAF)
         else:
-            kids.append(_walk(c, leaves))
+            kids.append(_walk(c, leaves, remember))
     return _treedef(TreeDef, (type(x), meta, tuple(kids)))
 
 
@@ -183,29 +190,37 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     return tree
 
 
-def _builder(td: TreeDef) -> tuple[int, Callable[[list[Any]], Any]]:
+def _builder(td: TreeDef, remember: bool = False) -> tuple[int, Callable[[list[Any]], Any]]:
     """``(leaf count, leaves -> tree)`` for a structure met again and again (a model's, each step).
 
     The function is written out as one Python expression, as ``dataclasses`` writes ``__init__``:
     ``u0(m0, [(u1(m1, [L[0], L[1]]), u1(m2, [L[2], L[3]]))])`` for an MLP of two Linear layers,
-    so no walk over the structure is left to do. Very deep structures keep ``_build``.
+    so no walk over the structure is left to do. Very deep structures keep ``_build``. With
+    ``remember`` (``lp.jit``'s outputs), each outermost frozen module is built by ``tree_unflatten``,
+    which remembers its flatten: the next flatten of it (the next step's argument) is a lookup.
     """
     names: dict[str, Any] = {}
     count = [0]
     try:
-        code = compile(f"lambda L: {_write(td, names, count)}", "<leanpass tree_unflatten>", "eval")
+        code = compile(f"lambda L: {_write(td, names, count, remember)}", "<leanpass tree_unflatten>", "eval")
     except (RecursionError, SyntaxError, MemoryError):  # too deep to write out
         return tree_num_leaves(td), lambda leaves: _build(td, iter(leaves))
     return count[0], eval(code, names)  # noqa: S307 - our own expression, written from the treedef
 
 
-def _write(td: TreeDef, names: dict[str, Any], count: list[int]) -> str:
+def _write(td: TreeDef, names: dict[str, Any], count: list[int], remember: bool = False) -> str:
     """The expression building ``td`` from the list ``L``; ``names`` gets what it refers to."""
     kind, meta, kids = td
     if kind is None:
         count[0] += 1
         return f"L[{count[0] - 1}]"
-    parts = ", ".join([_write(k, names, count) for k in kids])
+    if remember and kind in _FROZEN_CLASSES:
+        i = len(names)
+        names[f"d{i}"], names["T"] = td, tree_unflatten
+        start = count[0]
+        count[0] += tree_num_leaves(td)
+        return f"T(d{i}, L[{start}:{count[0]}])"
+    parts = ", ".join([_write(k, names, count, remember) for k in kids])
     if kind is tuple:
         return f"({parts},)" if kids else "()"
     i = len(names)

@@ -36,7 +36,7 @@ from ..data import _generator as _check_rng
 from ..functional.norms import batch_statistics
 from ..numpy import basics as ops
 from ..numpy import convolution as conv
-from . import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
+from .module import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm"]
 
@@ -412,3 +412,8 @@ class BatchNorm(Module):
 for _layer in (Conv2d, Conv1d, ConvTranspose2d, MaxPool2d, AvgPool2d, Flatten, GroupNorm, BatchNorm):
     _layer.__module__ = "leanpass.nn"
 del _layer
+
+# doctest finds these classes only in their __module__ (leanpass.nn, which loads them on first use):
+# their examples (and their methods') run from here.
+__test__ = {cls.__name__: cls for cls in (Conv2d, Conv1d, ConvTranspose2d, MaxPool2d, AvgPool2d, Flatten, GroupNorm,
+                                          BatchNorm)}

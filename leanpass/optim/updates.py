@@ -1,0 +1,248 @@
+"""Gradient transformations and their plumbing: ``Optimizer`` (the ``init`` / ``update`` pair),
+``chain``, ``clip_by_global_norm`` and ``global_norm``, ``apply_updates`` (params + updates) and,
+for the eager style, ``collect_grads``.
+
+>>> import numpy as np
+>>> from leanpass import optim
+>>> clip = optim.clip_by_global_norm(1.0)
+>>> updates, _ = clip.update({"w": np.array([0.0, 2.0])}, clip.init(None))
+>>> optim.apply_updates({"w": np.array([1.0, 1.0])}, updates)
+{'w': array([1., 2.])}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..core.tensor import Tensor, _const
+from ..core.tree import repeats, tree_flatten, tree_unflatten
+from ..functional import _lift
+
+__all__ = ["Optimizer", "chain", "clip_by_global_norm", "global_norm", "apply_updates", "collect_grads"]
+
+
+class Optimizer(NamedTuple):
+    """A pair of pure functions: ``init(params) -> state`` and ``update(grads, state, params) -> (updates, state)``.
+
+    >>> opt = sgd(0.5)
+    >>> opt.update(np.array([2.0]), opt.init(np.array([0.0])))[0]
+    array([-1.])
+    """
+
+    init: Callable[[Any], Any]
+    update: Callable[..., tuple[Any, Any]]
+
+
+# ----- helpers on pytrees of arrays ------------------------------------------------------------
+def _raw(x: Any) -> Any:
+    """The array inside a leaf: a Tensor's data, an array, or a Python number as an array."""
+    if type(x) is Tensor:
+        return x._data
+    return x if isinstance(x, _lift.RAW) else np.asarray(x)
+
+
+def _float(v: Any) -> Any:
+    """``float(v)``; under ``lp.jit`` a traced number stays traced (it keeps the conversion)."""
+    to_float = getattr(v, "_lp_float", None)
+    return float(v) if to_float is None else to_float()
+
+
+def _leaf_paths(treedef: Any) -> list[str]:
+    """The paths of a tree's leaves, in order (``.layers[0].weight``, ``['w']``), for error messages."""
+    from ..checkpoint import _child_names
+
+    paths: list[str] = []
+    stack = [(treedef, "")]
+    while stack:
+        td, path = stack.pop()
+        if td.kind is None:
+            paths.append(path or "<root>")
+            continue
+        names = ([f"[{k!r}]" for k in td.meta] if td.kind is dict else _child_names(td.kind, len(td.children)))
+        stack.extend(reversed([(c, path + n) for c, n in zip(td.children, names)]))
+    return paths
+
+
+# ----- applying, clipping, chaining -------------------------------------------------------------
+def apply_updates(params: Any, updates: Any) -> Any:
+    """New parameters ``params + updates``, leaf by leaf; the old ones are unchanged.
+
+    A Tensor parameter gives a new Tensor of the same dtype (with ``requires_grad`` kept, for the
+    eager style); an array gives an array. A Tensor at several places of ``params`` (tied weights)
+    gives one new Tensor at those places; their updates must be the same (as the optimizers make
+    them from the gradients ``grad`` and ``collect_grads`` give), else a ValueError.
+
+    >>> apply_updates({"w": Tensor([1.0], dtype=np.float32)}, {"w": np.array([0.5], dtype=np.float32)})
+    {'w': Tensor([1.5], dtype=float32)}
+    """
+    p_leaves, pdef = tree_flatten(params)
+    u_leaves, udef = tree_flatten(updates)
+    if pdef is not udef and pdef != udef:
+        raise ValueError(
+            "apply_updates: the updates do not have the structure of the params; pass the updates "
+            "that opt.update returned for these params."
+        )
+    out: list[Any] = []
+    tied: dict[int, int] | None = None  # a Tensor at several places: id -> its first place
+    if repeats(p_leaves):
+        tied = {}
+    for p, u in zip(p_leaves, u_leaves):
+        if tied is not None and type(p) is Tensor:
+            j = tied.setdefault(id(p), len(out))
+            if j < len(out):  # met before: its new Tensor again, for the same update
+                _check_tied(u_leaves[j], u, pdef, j, len(out))
+                out.append(out[j])
+                continue
+        data = p._data if type(p) is Tensor else _raw(p)
+        u = u._data if type(u) is Tensor else u
+        if type(u) is not np.ndarray or u.dtype is not data.dtype:  # (the usual case needs no getattr)
+            dtype = getattr(u, "dtype", None)
+            u = u if dtype is data.dtype or dtype == data.dtype else np.asarray(u).astype(data.dtype)
+        if (u.shape if type(u) is np.ndarray else np.shape(u)) != data.shape:  # (NumPy would broadcast it)
+            i = len(out)
+            raise ValueError(
+                f"apply_updates: the update at {_leaf_paths(pdef)[i]} has shape {np.shape(u)}, but the parameter "
+                f"has shape {np.shape(data)}. Pass updates that opt.update made from gradients of these params."
+            )
+        new = data + u
+        if type(p) is Tensor:  # (its array is locked read-only when a user reads it: Tensor.data)
+            out.append(Tensor(new, requires_grad=True) if p._trace else _const(new))
+        elif isinstance(p, np.ndarray):
+            out.append(new)
+        else:
+            out.append(type(p)(new) if isinstance(p, (int, float)) else new)
+    return tree_unflatten(pdef, out)
+
+
+def _check_tied(before: Any, u: Any, pdef: Any, j: int, i: int) -> None:
+    """For ``apply_updates``: the updates at places ``j`` and ``i`` of one Tensor must be the same."""
+    if before is not u and not np.array_equal(_raw(before), _raw(u)):
+        paths = _leaf_paths(pdef)
+        raise ValueError(
+            f"apply_updates: the parameters at {paths[j]} and {paths[i]} are one Tensor (tied weights), but "
+            "their updates differ, so they cannot stay one. Update them with the gradients leanpass.grad "
+            "or optim.collect_grads gives (the same total at each place), or make them separate Tensors."
+        )
+
+
+def global_norm(tree: Any) -> float:
+    """The L2 norm of all the leaves of ``tree`` taken together.
+
+    >>> global_norm([np.array([3.0]), np.array([4.0])])
+    5.0
+    """
+    leaves, _ = tree_flatten(tree)
+    return _float(_norm([_raw(x) for x in leaves]))
+
+
+def _norm(arrays: list[Any]) -> Any:
+    """The global L2 norm as a float64 NumPy scalar: each square sum in float64, added in order."""
+    total: Any = 0.0
+    for a in arrays:
+        total = total + np.vdot(a, a).astype(np.float64)
+    return np.sqrt(total)
+
+
+def clip_by_global_norm(max_norm: float) -> Optimizer:
+    """A gradient transformation that rescales the gradients when their global norm exceeds ``max_norm``.
+
+    Use it in front of an optimizer with ``chain``: ``chain(clip_by_global_norm(1.0), adam(1e-3))``.
+    Given ``params``, a Tensor at several places of them (tied weights) counts once in the norm,
+    as the one parameter it is.
+
+    >>> clip = clip_by_global_norm(1.0)
+    >>> clipped, _ = clip.update([np.array([3.0]), np.array([4.0])], clip.init(None))
+    >>> clipped
+    [array([0.6]), array([0.8])]
+    """
+    if not max_norm > 0:
+        raise ValueError(f"clip_by_global_norm: max_norm must be > 0, got {max_norm}")
+
+    def init(params: Any) -> tuple[()]:
+        return ()
+
+    def update(grads: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        leaves, treedef = tree_flatten(grads)
+        arrays = [_raw(x) for x in leaves]
+        norm = _norm(arrays if params is None else _once(arrays, params))
+        if type(norm) is not np.float64:  # traced by lp.jit: no branch on the value (x * 1 is x)
+            scale = np.minimum(np.float64(1.0), np.float64(max_norm) / norm)
+            return tree_unflatten(treedef, [a * scale.astype(a.dtype) for a in arrays]), state
+        if norm <= max_norm:
+            return tree_unflatten(treedef, arrays), state
+        scale = np.float64(max_norm) / norm
+        return tree_unflatten(treedef, [a * scale.astype(a.dtype) for a in arrays]), state
+
+    return Optimizer(init, update)
+
+
+def _once(arrays: list[Any], params: Any) -> list[Any]:
+    """``arrays`` (one per leaf of ``params``) without the places where a Tensor of ``params`` repeats."""
+    p_leaves, _ = tree_flatten(params)
+    if not repeats(p_leaves) or len(p_leaves) != len(arrays):
+        return arrays
+    seen: set[int] = set()
+    out = []
+    for a, p in zip(arrays, p_leaves):
+        if type(p) is Tensor:
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+        out.append(a)
+    return out
+
+
+def chain(*transforms: Optimizer) -> Optimizer:
+    """Run gradient transformations one after another (e.g. clipping, then Adam).
+
+    >>> opt = chain(clip_by_global_norm(1.0), sgd(1.0))
+    >>> updates, _ = opt.update(np.array([10.0]), opt.init(np.array([0.0])), np.array([0.0]))
+    >>> updates
+    array([-1.])
+    """
+
+    def init(params: Any) -> tuple[Any, ...]:
+        return tuple(t.init(params) for t in transforms)
+
+    def update(grads: Any, state: tuple[Any, ...], params: Any = None) -> tuple[Any, tuple[Any, ...]]:
+        new_states = []
+        for t, s in zip(transforms, state):
+            grads, s = t.update(grads, s, params)
+            new_states.append(s)
+        return grads, tuple(new_states)
+
+    return Optimizer(init, update)
+
+
+# ----- the eager style ---------------------------------------------------------------------------
+def collect_grads(params: Any) -> Any:
+    """The ``.grad`` of each Tensor leaf of ``params`` (after ``loss.backward()``), as arrays.
+
+    A leaf with no gradient yet (not reached by the loss) gives zeros. The result has the
+    structure of ``params``, ready for ``opt.update(grads, state, params)``.
+
+    >>> w = Tensor([1.0, 2.0], requires_grad=True)
+    >>> (w * 3.0).sum().backward()
+    >>> collect_grads({"w": w, "unused": Tensor([0.0], requires_grad=True)})
+    {'w': array([3., 3.]), 'unused': array([0.])}
+    """
+    leaves, treedef = tree_flatten(params)
+    out = []
+    for i, x in enumerate(leaves):
+        if type(x) is not Tensor:
+            raise TypeError(
+                f"collect_grads: leaf {i} is a {type(x).__name__}, not a Tensor. The eager style needs "
+                "Tensor parameters with requires_grad=True (see leanpass.nn.trainable)."
+            )
+        g = x.grad
+        out.append(np.zeros_like(x._data) if g is None else g._data)
+    return tree_unflatten(treedef, out)
+
+
+# Their public home is ``leanpass.optim`` (the name a checkpoint stores for a class, and its repr's module).
+for _name in __all__:
+    globals()[_name].__module__ = "leanpass.optim"
+del _name
