@@ -1056,9 +1056,9 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         out, vjp = fn(*raw) if _custom_forward is None else _custom_forward(fn, name, raw)
         vjp = CustomVJP(fn, vjp)
     elif rec.fn is not fn:
-        raise ValueError(
-            f"apply: {name!r} is the name of a built-in op; give your op a name of its own."
-        )
+        owner = "a built-in op" if rec.module.startswith("leanpass.") else f"an op registered by {rec.module}"
+        raise ValueError(f"apply: {name!r} is the name of {owner}, whose function is another; give your op a "
+                         "name of its own.")
     else:
         if rec.vmap is not _BATCHED:
             refuse_batched(rec, raw)
