@@ -301,7 +301,7 @@ def _linalg(name: str) -> Callable[..., Any]:
     return call
 
 
-# np.linalg on Tensors (leanpass/linalg.py): each entry lists the keyword arguments NumPy's takes.
+# np.linalg on Tensors (leanpass/numpy/linalg.py): each entry lists the keyword arguments NumPy's takes.
 _FUNCTIONS.update({
     np.linalg.inv: (_linalg("inv"), ()),
     np.linalg.det: (_linalg("det"), ()),
