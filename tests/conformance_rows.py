@@ -37,7 +37,7 @@ class Row(NamedTuple):
 
 
 def row(samples: dict[str, Sample] | None = None, exempt: dict[str, str] | None = None,
-        exempt_samples: dict[str, dict[str, str]] | None = None, no_empty: str = "", rtol32: float = 2e-3) -> Row:
+        exempt_samples: dict[str, dict[str, str]] | None = None, no_empty: str = "", rtol32: float = 1e-4) -> Row:
     return Row(samples or {}, exempt or {}, exempt_samples or {}, no_empty, rtol32)
 
 
@@ -103,7 +103,9 @@ ROWS: dict[str, Row] = {
     "arcsin": row(),
     "arcsinh": row(),
     "arctan": row(samples=_inf("arctan")),
-    "arctan2": row(samples=_broadcast("arctan2")),
+    "arctan2": row(samples={**_broadcast("arctan2"),
+                            "arctan2/inf": lambda r: (_moved(r, [inf, -inf, 0.5, 1.0]),
+                                                      _moved(r, [1.0, 0.5, inf, -inf]))}),
     "arctanh": row(),
     "astype": row(),
     "avg_pool1d": row(),
@@ -114,7 +116,7 @@ ROWS: dict[str, Row] = {
     "cbrt": row(),
     "ceil": row(),
     "cholesky": row(samples={"cholesky/empty": lambda r: (_x(r, 0, 3, 3),)}),
-    "clip": row(),
+    "clip": row(samples=_inf("clip", (-inf, -0.2, 0.3, inf), -0.5, 0.5)),
     "cofactor": row(),
     "concatenate": row(),
     "conv1d": row(samples=_no_examples("conv1d")),
@@ -143,8 +145,10 @@ ROWS: dict[str, Row] = {
     "expm1": row(samples=_inf("expm1", FROM_BELOW)),
     "fabs": row(),
     "floor": row(),
-    "fmax": row(samples=_broadcast("fmax")),
-    "fmin": row(samples=_broadcast("fmin")),
+    "fmax": row(samples={**_broadcast("fmax"),
+                         "fmax/inf": lambda r: (_moved(r, [-inf, 0.5, 1.0]), _moved(r, [0.2, -inf, 2.0]))}),
+    "fmin": row(samples={**_broadcast("fmin"),
+                         "fmin/inf": lambda r: (_moved(r, [inf, 0.5, 1.0]), _moved(r, [0.2, inf, 2.0]))}),
     "fmod": row(samples=_broadcast("fmod")),
     "gammaln": row(),
     "gelu": row(samples=_inf("gelu", FROM_BELOW)),
@@ -169,15 +173,16 @@ ROWS: dict[str, Row] = {
     "logit": row(),
     "logsumexp": row(samples={"logsumexp/inf": lambda r: (_moved(r, [[inf, 1.0], [-inf, -inf], [-inf, 0.5]]), 1)}),
     "lstsq": row(samples={"lstsq/empty": lambda r: (_x(r, 0, 3), _x(r, 0), None)}),
-    "max": row(samples={"max/empty": lambda r: (_x(r, 0, 3), 1)}),
+    "max": row(samples={"max/empty": lambda r: (_x(r, 0, 3), 1),
+                        "max/inf": lambda r: (_moved(r, [[-inf, 0.5, 1.0], [-inf, -inf, -2.0]]), 1)}),
     "max_pool1d": row(),
     "max_pool2d": row(),
     "maximum": row(samples={**_broadcast("maximum"),
                             "maximum/inf": lambda r: (_moved(r, [-inf, 0.5, inf]), _moved(r, [0.2, inf, -1.0]))}),
     "mean": row(samples={"mean/empty": lambda r: (_x(r, 0, 3), 1, False)}),
-    "min": row(),
+    "min": row(samples={"min/inf": lambda r: (_moved(r, [[inf, 0.5, 1.0], [inf, inf, -2.0]]), 1, False)}),
     "minimum": row(samples={"minimum/inf": lambda r: (_moved(r, [-inf, 0.5, inf]), _moved(r, [0.2, inf, -1.0]))}),
-    "nan_to_num": row(),
+    "nan_to_num": row(samples=_inf("nan_to_num", (-inf, 0.5, inf), True, 0.0, 1e3, -1e3)),
     "ndtr": row(samples=_inf("ndtr"), exempt_samples={"ndtr/inf": NO_SECOND_AT_INF}),
     "neg": row(),
     "norm": row(),
@@ -216,7 +221,8 @@ ROWS: dict[str, Row] = {
     "trunc": row(),
     "unindex": row(),
     "var": row(samples={"var/empty": lambda r: (_x(r, 0, 3), 1)}),
-    "where": row(),
+    "where": row(samples={"where/inf": lambda r: (np.array([True, False, True]), _moved(r, [0.5, inf, -1.0]),
+                                                  _moved(r, [-inf, 2.0, inf]))}),
     "xlog1py": row(),
     "xlogy": row(),
 }

@@ -252,29 +252,33 @@ def _derivative_cells(s: Sample, cells: set[str], rtol: float) -> dict[str, Any]
 
 
 def _vmap_cells(s: Sample, cells: set[str]) -> None:
-    """vmap, vmap_grad, vmap_jacrev: equal to the per-example results stacked."""
-    examples = s.examples[:N]
-    axes = tuple(_axes(a) for a in s.args)
-    batch = tuple(_stack([e[i] for e in examples], ax) for i, ax in enumerate(axes))
+    """vmap, vmap_grad, vmap_jacrev: equal to the per-example results stacked. Twice: every array argument
+    batched, and only the first float input (the others shared: batched meets unbatched in every rule)."""
     rtol = 1e-12 if s.dtype == np.float64 else 1e-5
     fns: dict[str, Callable[..., Any]] = {
         "vmap": s.call,
         "vmap_grad": lp.grad(s.loss_all, argnums=tuple(s.diff)),
         "vmap_jacrev": lp.jacrev(s.call, argnums=tuple(s.diff)),
     }
+    first = s.diff[0]
+    every = (s.examples[:N], tuple(_axes(a) for a in s.args))
+    one = ([tuple(e[i] if i == first else a for i, a in enumerate(s.args)) for e in s.examples[:N]],
+           tuple(0 if i == first else None for i in range(len(s.args))))
     for cell in ("vmap", "vmap_grad", "vmap_jacrev"):
         if cell not in cells:
             continue
-        with _cell(cell):
-            fn = fns[cell]
-            got = lp.vmap(fn, in_axes=axes)(*batch)
-            loop = [fn(*e) for e in examples]
-            gl, wl = lp.tree_flatten(got)[0], [lp.tree_flatten(w)[0] for w in loop]
-            assert len(gl) == len(wl[0]), f"{len(gl)} results, want {len(wl[0])}"
-            for k, leaf in enumerate(gl):
-                want = np.stack([_value(w[k]) for w in wl])
-                assert _value(leaf).dtype == want.dtype, f"dtype {_value(leaf).dtype}, want {want.dtype}"
-                _close(leaf, want, rtol, "against the loop over the batch")
+        for batched, (examples, axes) in (("every array", every), ("the first input", one)):
+            with _cell(f"{cell} (batched: {batched})"):
+                fn = fns[cell]
+                batch = tuple(_stack([e[i] for e in examples], ax) for i, ax in enumerate(axes))
+                got = lp.vmap(fn, in_axes=axes)(*batch)
+                loop = [fn(*e) for e in examples]
+                gl, wl = lp.tree_flatten(got)[0], [lp.tree_flatten(w)[0] for w in loop]
+                assert len(gl) == len(wl[0]), f"{len(gl)} results, want {len(wl[0])}"
+                for k, leaf in enumerate(gl):
+                    want = np.stack([_value(w[k]) for w in wl])
+                    assert _value(leaf).dtype == want.dtype, f"dtype {_value(leaf).dtype}, want {want.dtype}"
+                    _close(leaf, want, rtol, "against the loop over the batch")
 
 
 def _jit_cells(s: Sample, cells: set[str]) -> None:
@@ -302,7 +306,7 @@ def _refused(name: str, s: Sample, cell: str, reason: str) -> None:
 def _run(name: str, key: str, make: Callable[..., tuple[Any, ...]], dtype: Any, ref: dict[str, Any] | None,
          cells: set[str], rtol32: float) -> dict[str, Any]:
     s = Sample(name, make, dtype)
-    res = _derivative_cells(s, cells, 1e-5)
+    res = {"value": s.out, **_derivative_cells(s, cells, 1e-5)}
     for cell in [c for c in cells if c.startswith("vmap")]:
         reason = _refusal(name, cell)
         if reason is not None:
