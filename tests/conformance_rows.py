@@ -41,6 +41,10 @@ def row(samples: dict[str, Sample] | None = None, exempt: dict[str, str] | None 
     return Row(samples or {}, exempt or {}, exempt_samples or {}, no_empty, rtol32)
 
 
+inf = np.inf
+FROM_BELOW = (-inf, -1.3, 0.4)  # (for an op infinite at +inf)
+
+
 def _x(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.standard_normal(shape)
 
@@ -51,31 +55,25 @@ def _no_examples(name: str) -> dict[str, Sample]:
     return {f"{name}/empty": lambda rng: (make()[0][:0], *make()[1:])}
 
 
-def _inf(name: str, values: tuple[float, ...] = (-np.inf, -1.3, 0.4, np.inf), *rest: Any) -> dict[str, Sample]:
-    """A sample ``name/inf``: one input holding ``values`` (some infinite), the finite ones moved by the
-    generator, then the constants ``rest``."""
-    x = np.array(values)
-
-    def make(rng: np.random.Generator) -> tuple[Any, ...]:
-        return (np.where(np.isfinite(x), x + rng.uniform(-0.1, 0.1, x.shape), x), *rest)
-
-    return {f"{name}/inf": make}
-
-
-FROM_BELOW = (-np.inf, -1.3, 0.4)  # (the op is infinite at +inf)
-inf = np.inf
-
-
 def _moved(rng: np.random.Generator, values: Any) -> np.ndarray:
     """``values`` with the finite ones moved a little by the generator."""
     x = np.array(values, dtype=np.float64)
     return np.where(np.isfinite(x), x + rng.uniform(-0.1, 0.1, x.shape), x)
 
 
+def _inf(name: str, values: tuple[float, ...] = (-inf, -1.3, 0.4, inf), *rest: Any) -> dict[str, Sample]:
+    """A sample ``name/inf``: one input holding ``values`` (some infinite), the finite ones moved by the
+    generator, then the constants ``rest``."""
+    return {f"{name}/inf": lambda rng: (_moved(rng, values), *rest)}
+
+
 def _broadcast(name: str) -> dict[str, Sample]:
     """A sample ``name/broadcast`` of a two-input elementwise op: inputs of shapes (2, 3) and (1, 3)."""
     def make(rng: np.random.Generator) -> tuple[Any, ...]:
-        x, y = pair(name, rng, (2, 3)) if name in DOMAINS else (rng.standard_normal((2, 3)), rng.standard_normal(3))
+        if name in DOMAINS:
+            x, y = pair(name, rng, (2, 3))
+        else:
+            x, y = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
         if name in ("remainder", "fmod"):  # (x a multiple of y plus a fraction of it, away from the jumps)
             y = y[:1]
             return y * (rng.integers(-3, 3, (2, 3)) + rng.uniform(0.1, 0.9, (2, 3))), y
@@ -85,8 +83,8 @@ def _broadcast(name: str) -> dict[str, Sample]:
 
 
 LOGADD = [inf, -inf, -inf, 1.0]
-# Second derivatives at +-inf: the first derivative's own graph multiplies 0 by inf there (x exp(-x^2 / 2) for
-# ndtr); NaN, as in JAX. Only the first derivatives' limits are defined (docs/operations.md).
+# Second derivatives at +-inf: the first derivative's own graph (exp(-x x / 2) for ndtr) multiplies 0 by inf
+# there and gives NaN, where the limit is 0. Only the first derivatives' limits are defined (docs/operations.md).
 NO_SECOND_AT_INF = {"grad_grad": "second derivative at +-inf: 0 * inf inside the first derivative's graph",
                     "jvp_grad": "second derivative at +-inf: 0 * inf inside the first derivative's graph"}
 
