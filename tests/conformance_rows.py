@@ -3,12 +3,12 @@
 A row gives the op's samples beyond the shared tables (``tests/op_samples*.py``, which every walk
 over ``functional.OPS`` reads), the cells that cannot apply to it, each with its reason, and its
 float32 tolerance. Adding an op is its record plus one line here (and its samples, here or in the
-shared tables). ``samples_of(name)`` gathers an op's samples: the shared ones, the row's, and an
-empty-array variant of the first (``key/empty``: its first float input with no rows), unless the
-row says why the op has none.
+shared tables). ``samples_of(name)`` gathers an op's samples: the shared ones, the row's, an
+empty-array variant (``name/empty``, unless the row says why the op has none) and, for an op that
+takes them, a 0-d one (``name/0d``).
 
 >>> sorted(samples_of("exp"))
-['exp', 'exp/empty', 'exp/inf']
+['exp', 'exp/0d', 'exp/empty', 'exp/inf']
 """
 
 from __future__ import annotations
@@ -88,6 +88,11 @@ LOGADD = [inf, -inf, -inf, 1.0]
 NO_SECOND_AT_INF = {"grad_grad": "second derivative at +-inf: 0 * inf inside the first derivative's graph",
                     "jvp_grad": "second derivative at +-inf: 0 * inf inside the first derivative's graph"}
 
+# NumPy takes axis 0 or -1 of a 0-d array as "all of it"; vmap does not: a 0-d example has no axis
+# (vmap/rules.py's reductions raise AxisError, as JAX does), so the loop computes where vmap refuses.
+NO_AXIS_OF_0D = {cell: "an axis of a 0-d example: vmap raises AxisError where NumPy's loop takes it as all"
+                 for cell in ("vmap", "vmap_grad", "vmap_jacrev")}
+
 ROWS: dict[str, Row] = {
     "*": row(),
     "**": row(),
@@ -164,7 +169,8 @@ ROWS: dict[str, Row] = {
     "log1p": row(),
     "log2": row(),
     "log_ndtr": row(samples=_inf("log_ndtr", (-1.3, 0.4, np.inf)), exempt_samples={"log_ndtr/inf": NO_SECOND_AT_INF}),
-    "log_softmax": row(samples={"log_softmax/inf": lambda r: (_moved(r, [[-inf, 0.0, 2.0], [1e3, -1e3, 0.0]]), -1)}),
+    "log_softmax": row(samples={"log_softmax/inf": lambda r: (_moved(r, [[-inf, 0.0, 2.0], [1e3, -1e3, 0.0]]), -1)},
+                       exempt_samples={"log_softmax/0d": NO_AXIS_OF_0D}),
     "logaddexp": row(samples={"logaddexp/inf": lambda r: (_moved(r, [inf, -inf, 0.0, -inf]), _moved(r, LOGADD))}),
     "logaddexp2": row(samples={**_broadcast("logaddexp2"),
                                "logaddexp2/inf": lambda r: (_moved(r, [inf, -inf, 0.0, -inf]), _moved(r, LOGADD))}),
@@ -172,13 +178,15 @@ ROWS: dict[str, Row] = {
     "logsumexp": row(samples={"logsumexp/inf": lambda r: (_moved(r, [[inf, 1.0], [-inf, -inf], [-inf, 0.5]]), 1)}),
     "lstsq": row(samples={"lstsq/empty": lambda r: (_x(r, 0, 3), _x(r, 0), None)}),
     "max": row(samples={"max/empty": lambda r: (_x(r, 0, 3), 1),
-                        "max/inf": lambda r: (_moved(r, [[-inf, 0.5, 1.0], [-inf, -inf, -2.0]]), 1)}),
+                        "max/inf": lambda r: (_moved(r, [[-inf, 0.5, 1.0], [-inf, -inf, -2.0]]), 1)},
+               exempt_samples={"max/0d": NO_AXIS_OF_0D}),
     "max_pool1d": row(),
     "max_pool2d": row(),
     "maximum": row(samples={**_broadcast("maximum"),
                             "maximum/inf": lambda r: (_moved(r, [-inf, 0.5, inf]), _moved(r, [0.2, inf, -1.0]))}),
     "mean": row(samples={"mean/empty": lambda r: (_x(r, 0, 3), 1, False)}),
-    "min": row(samples={"min/inf": lambda r: (_moved(r, [[inf, 0.5, 1.0], [inf, inf, -2.0]]), 1, False)}),
+    "min": row(samples={"min/inf": lambda r: (_moved(r, [[inf, 0.5, 1.0], [inf, inf, -2.0]]), 1, False)},
+               exempt_samples={"min/0d": NO_AXIS_OF_0D}),
     "minimum": row(samples={"minimum/inf": lambda r: (_moved(r, [-inf, 0.5, inf]), _moved(r, [0.2, inf, -1.0]))}),
     "nan_to_num": row(samples=_inf("nan_to_num", (-inf, 0.5, inf), True, 0.0, 1e3, -1e3)),
     "ndtr": row(samples=_inf("ndtr"), exempt_samples={"ndtr/inf": NO_SECOND_AT_INF}),
@@ -202,7 +210,8 @@ ROWS: dict[str, Row] = {
     "sinc": row(),
     "sinh": row(),
     "slogdet": row(),
-    "softmax": row(samples={"softmax/inf": lambda r: (_moved(r, [[inf, 1.0, inf], [-inf, 0.0, 2.0]]), -1)}),
+    "softmax": row(samples={"softmax/inf": lambda r: (_moved(r, [[inf, 1.0, inf], [-inf, 0.0, 2.0]]), -1)},
+                   exempt_samples={"softmax/0d": NO_AXIS_OF_0D}),
     "softplus": row(samples=_inf("softplus", FROM_BELOW)),
     "solve": row(),
     "sqrt": row(),
@@ -236,16 +245,26 @@ def _empty(make: Sample) -> Sample:
     return empty
 
 
-def _runs(name: str, make: Sample) -> bool:
+def _zero_d(make: Sample) -> Sample:
+    """``make`` with its float inputs (all of one shape) cut to their first elements, 0-d."""
+    def zero_d(rng: np.random.Generator) -> tuple[Any, ...]:
+        return tuple(np.asarray(a.flat[0]) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+                     for a in make(rng))
+
+    return zero_d
+
+
+def _runs(name: str, make: Sample, shape: tuple[int, ...] | None = None) -> bool:
     from leanpass import functional as F
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            F.OPS[name](*make(np.random.default_rng(0)))
+            args = make(np.random.default_rng(0))
+            ans = F.OPS[name](*args)[0]
     except Exception:  # (the op refuses these shapes, as NumPy does: the row says why)
         return False
-    return True
+    return shape is None or np.shape(ans) == shape
 
 
 @cache
@@ -272,4 +291,10 @@ def _samples_of(name: str) -> dict[str, Sample]:
             if _runs(name, empty):
                 samples[f"{name}/empty"] = empty
                 break
+    for key in sorted(samples):  # 0-d inputs, for the ops that take them (elementwise ones, full reductions)
+        args = samples[key](np.random.default_rng(0))
+        if len({a.shape for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"}) == 1 and _runs(
+                name, _zero_d(samples[key]), ()):
+            samples[f"{name}/0d"] = _zero_d(samples[key])
+            break
     return samples
