@@ -4,11 +4,12 @@ A row gives the op's samples beyond the shared tables (``tests/op_samples*.py``,
 over ``functional.OPS`` reads), the cells that cannot apply to it, each with its reason, and its
 float32 tolerance. Adding an op is its record plus one line here (and its samples, here or in the
 shared tables). ``samples_of(name)`` gathers an op's samples: the shared ones, the row's, an
-empty-array variant (``name/empty``, unless the row says why the op has none) and, for an op that
-takes them, a 0-d one (``name/0d``).
+empty-array variant (``name/empty``, unless the row says why the op has none), the first sample
+again as ``name/strided`` (the matrix passes its float inputs as views with gaps) and, for an op
+that takes them, a 0-d one (``name/0d``).
 
 >>> sorted(samples_of("exp"))
-['exp', 'exp/0d', 'exp/empty', 'exp/inf']
+['exp', 'exp/0d', 'exp/empty', 'exp/inf', 'exp/strided']
 """
 
 from __future__ import annotations
@@ -291,6 +292,8 @@ def _samples_of(name: str) -> dict[str, Sample]:
             if _runs(name, empty):
                 samples[f"{name}/empty"] = empty
                 break
+    first = min(k for k in samples if not k.endswith("/empty"))
+    samples[f"{name}/strided"] = samples[first]  # (its float inputs made views with gaps by the matrix)
     for key in sorted(samples):  # 0-d inputs, for the ops that take them (elementwise ones, full reductions)
         args = samples[key](np.random.default_rng(0))
         if len({a.shape for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"}) == 1 and _runs(

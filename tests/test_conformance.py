@@ -114,14 +114,22 @@ def _stack(parts: list[Any], axes: Any) -> Any:
     return np.stack(parts) if axes == 0 else parts[0]
 
 
+def _gapped(a: np.ndarray) -> np.ndarray:
+    return np.repeat(a, 2, axis=-1)[..., ::2] if a.ndim else a
+
+
 class Sample:
     """One sample of one op in one dtype: the functions every cell differentiates, and the shared work."""
 
-    def __init__(self, name: str, make: Callable[[np.random.Generator], tuple[Any, ...]], dtype: Any) -> None:
+    def __init__(self, name: str, make: Callable[[np.random.Generator], tuple[Any, ...]], dtype: Any,
+                 strided: bool = False) -> None:
         self.name, self.dtype = name, dtype
         # float inputs rounded to float32 values, so that the float64 cell is the float32 cell's reference
         self.examples = [_cast(_cast(make(np.random.default_rng(seed)), np.float32), dtype)
                          for seed in range(N + 1)]
+        if strided:  # the same values in views with gaps between elements (no fast path for contiguous arrays)
+            self.examples = [tuple(_gapped(a) if i in _floats(e) else a for i, a in enumerate(e))
+                             for e in self.examples]
         self.args = self.examples[0]
         self.diff = _floats(self.args)
         self.argnums = tuple(range(len(self.diff)))
@@ -308,7 +316,7 @@ def _refused(name: str, s: Sample, cell: str, reason: str) -> None:
 
 def _run(name: str, key: str, make: Callable[..., tuple[Any, ...]], dtype: Any, ref: dict[str, Any] | None,
          cells: set[str], rtol32: float) -> dict[str, Any]:
-    s = Sample(name, make, dtype)
+    s = Sample(name, make, dtype, strided=key.endswith("/strided"))
     for cell in sorted(cells):
         reason = _refusal(name, cell)
         if reason is not None:
