@@ -118,6 +118,13 @@ def _gapped(a: np.ndarray) -> np.ndarray:
     return np.repeat(a, 2, axis=-1)[..., ::2] if a.ndim else a
 
 
+def _no_examples(args: Any, axes: Any) -> Any:
+    """A batch of none of ``args``: each mapped array with a new axis of size 0 in front."""
+    if type(axes) is tuple:
+        return tuple(_no_examples(a, ax) for a, ax in zip(args, axes))
+    return np.empty((0, *args.shape), args.dtype) if axes == 0 else args
+
+
 class Sample:
     """One sample of one op in one dtype: the functions every cell differentiates, and the shared work."""
 
@@ -278,6 +285,13 @@ def _vmap_cells(s: Sample, cells: set[str]) -> None:
     for cell in ("vmap", "vmap_grad", "vmap_jacrev"):
         if cell not in cells:
             continue
+        with _cell(f"{cell} (a batch of no examples)"):  # each result: shape (0, *its shape), its dtype
+            axes = every[1]
+            got = lp.vmap(fns[cell], in_axes=axes)(*_no_examples(s.args, axes))
+            want = lp.tree_flatten(fns[cell](*s.args))[0]
+            for g, w in zip(lp.tree_flatten(got)[0], want, strict=True):
+                g, w = _value(g), _value(w)
+                assert g.shape == (0, *w.shape) and g.dtype == w.dtype, f"{g.dtype}{g.shape}, want {w.dtype}{w.shape}"
         for batched, (examples, axes) in (("every array", every), ("the first input", one)):
             with _cell(f"{cell} (batched: {batched})"):
                 fn = fns[cell]
