@@ -8,7 +8,8 @@ here). For each sample of an op the cells are
 ``grad_grad``   the gradient of ``grad . v`` (a Hessian-vector product): against differences of ``grad``
 ``jvp``         ``jvp(op)``: its value is eager's, its tangent against central differences
 ``jvp_grad``    ``jvp(grad)``: against differences of ``grad`` (forward over reverse)
-``vmap``        ``vmap(op)`` over a batch: the per-example results stacked
+``vmap``        ``vmap(op)`` over a batch: the per-example results stacked (every array argument batched,
+                then only the first input; and a batch of no examples: each result's shape, with 0 in front)
 ``vmap_grad``   ``vmap(grad)``: the same
 ``vmap_jacrev`` ``vmap(jacrev(op))``: the same
 ``jit``         ``jit(op)``: eager's bits, at trace and at a replay with new values
@@ -77,7 +78,7 @@ def test_every_op_has_a_row_and_every_row_an_op() -> None:
 
 def test_the_matrix_meets_broadcasting_empty_arrays_and_infinities() -> None:
     kinds = {key.rsplit("/", 1)[-1] for name in ROWS for key in samples_of(name)}
-    assert {"empty", "inf"} <= kinds
+    assert {"empty", "inf", "0d", "strided", "broadcast"} <= kinds
     broadcast = {name for name in ROWS for key, make in samples_of(name).items()
                  if len({np.shape(a) for a in make(np.random.default_rng(0)) if isinstance(a, np.ndarray)
                          and a.dtype.kind == "f"}) > 1}
