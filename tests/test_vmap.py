@@ -325,3 +325,18 @@ def test_backward_through_vmap_sums_over_the_examples() -> None:
     lp.sum(lp.vmap(lambda x: lp.sum(lp.tanh(w * x)))(xs)).backward()
     want = sum((1 - np.tanh(np.array([0.5, -1.0]) * x) ** 2) * x for x in xs)
     close(w.grad, want)
+
+
+def test_a_batch_of_no_examples_keeps_each_examples_shape() -> None:
+    # A -1 in a per-example shape, or a flattened example, cannot be resolved by NumPy over a batch of
+    # size 0: vmap resolves it from the example's own size.
+    none = np.zeros((0, 2, 3))
+    for f, shape in ((lambda x: x.reshape(-1), (0, 6)), (lambda x: np.reshape(x, (3, -1)), (0, 3, 2)),
+                     (np.ravel, (0, 6)), (lambda x: np.concatenate([x, x], axis=None), (0, 12)),
+                     (lambda x: np.cumsum(x), (0, 6)), (lambda x: np.repeat(x, 2), (0, 12)),
+                     (lambda x: np.roll(x, 1), (0, 2, 3)), (lambda x: np.linalg.norm(x, keepdims=True), (0, 1, 1)),
+                     (lambda x: np.allclose(x, x), (0,))):
+        assert lp.vmap(f)(none).shape == shape
+    assert lp.vmap(lambda x: lp.conv1d(x, np.ones((4, 2, 2)), np.ones(4)))(none[:, None]).shape == (0, 1, 4, 2)
+    g = lp.vmap(lp.grad(lambda x: lp.sum(lp.cumprod(x) * 2.0)))(none)
+    assert g.shape == (0, 2, 3) and g.dtype == np.float64

@@ -214,7 +214,7 @@ class Batched(NDArrayOperatorsMixin):
         s = shape[0] if len(shape) == 1 else shape
         v = self.value
         s = (s,) if type(s) is int else tuple(s)
-        return Batched(v.reshape(v.shape[:1] + s, order=order), self.level)
+        return Batched(v.reshape(_batch_shape(v, s), order=order), self.level)
 
     def transpose(self, *axes: Any) -> Any:
         return np.transpose(self, (axes[0] if len(axes) == 1 else axes) if axes else None)
@@ -356,6 +356,21 @@ def _ndim(x: Any) -> int:
     """The per-example number of axes of an operand (its own, for one not batched here)."""
     nd = getattr(x, "ndim", None)
     return np.ndim(x) if nd is None else nd
+
+
+def _batch_shape(v: Any, shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The shape of the batch ``v`` reshaped to ``shape`` per example. A ``-1`` is resolved from an
+    example's size here: NumPy cannot resolve it over a batch of no examples."""
+    if -1 in shape:
+        known = math.prod(n for n in shape if n != -1)
+        if known:
+            shape = tuple(math.prod(v.shape[1:]) // known if n == -1 else n for n in shape)
+    return v.shape[:1] + shape
+
+
+def _flat(v: Any) -> Any:
+    """The batch ``v`` with each example flattened."""
+    return v.reshape(v.shape[0], math.prod(v.shape[1:]))
 
 
 def _front(v: Any, pe: int, r: int) -> Any:

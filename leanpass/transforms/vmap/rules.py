@@ -27,6 +27,8 @@ from .batching import (
     _align,
     _axes,
     _axis,
+    _batch_shape,
+    _flat,
     _front,
     _is,
     _name,
@@ -109,7 +111,7 @@ def _reduction(func: Any, flat_none: bool = False, default: Any = None, call: An
         nd = v.ndim - 1
         flat = axis is None and flat_none
         if flat:
-            v = v.reshape(v.shape[0], -1)
+            v = _flat(v)
             ax: Any = 1
         elif nd == 0 and axis in (None, 0, -1, ()):
             ax = () if axis is None or axis == () else None  # a 0-d example: nothing to reduce
@@ -146,7 +148,7 @@ def _partition_rule(func: Any) -> Callable[..., Any]:
             raise TypeError(f"vmap: {_name(func)} with a batched kth has no batching rule")
         v = a.value
         if axis is None:
-            v, ax = v.reshape(v.shape[0], -1), 1
+            v, ax = _flat(v), 1
         else:
             ax = _axis(axis, v.ndim - 1)
         return Batched(func(v, kth, ax, **kwargs), lvl)
@@ -218,13 +220,13 @@ def _reshape(lvl: Level, a: Any, shape: Any = None, order: str = "C", **kwargs: 
         shape = kwargs.pop("newshape")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     v = a.value
-    return Batched(v.reshape((v.shape[0],) + shape, order=order), lvl)
+    return Batched(v.reshape(_batch_shape(v, shape), order=order), lvl)
 
 
 @_rule(np.ravel)
 def _ravel(lvl: Level, a: Any, order: str = "C") -> Any:
     v = a.value
-    return Batched(v.reshape((v.shape[0], -1), order=order), lvl)
+    return Batched(v.reshape(_batch_shape(v, (-1,)), order=order), lvl)
 
 
 @_rule(np.transpose)
@@ -318,7 +320,7 @@ def _concatenate(lvl: Level, arrays: Any, axis: Any = 0, out: Any = None, **kwar
     _no_out(np.concatenate, {"out": out})
     vals, nd = _joined(lvl, arrays)
     if axis is None:
-        return Batched(np.concatenate([v.reshape(v.shape[0], -1) for v in vals], axis=1, **kwargs), lvl)
+        return Batched(np.concatenate([_flat(v) for v in vals], axis=1, **kwargs), lvl)
     return Batched(np.concatenate(vals, axis=_axis(axis, nd), **kwargs), lvl)
 
 
@@ -371,7 +373,7 @@ def _repeat(lvl: Level, a: Any, repeats: Any, axis: Any = None) -> Any:
         raise TypeError("vmap: np.repeat with batched repeats gives each example its own size")
     v = a.value
     if axis is None:
-        return Batched(np.repeat(v.reshape(v.shape[0], -1), repeats, axis=1), lvl)
+        return Batched(np.repeat(_flat(v), repeats, axis=1), lvl)
     return Batched(np.repeat(v, repeats, axis=_axis(axis, a.ndim)), lvl)
 
 
@@ -384,7 +386,7 @@ def _flip(lvl: Level, m: Any, axis: Any = None) -> Any:
 def _roll(lvl: Level, a: Any, shift: Any, axis: Any = None) -> Any:
     v = a.value
     if axis is None:
-        return Batched(np.roll(v.reshape(v.shape[0], -1), shift, axis=1).reshape(v.shape), lvl)
+        return Batched(np.roll(_flat(v), shift, axis=1).reshape(v.shape), lvl)
     return Batched(np.roll(v, shift, axis=_axes(axis, a.ndim)), lvl)
 
 
@@ -503,7 +505,7 @@ def _all_of(func: Any) -> Callable[..., Any]:
             same = va == vb if not kwargs.get("equal_nan") else (va == vb) | (np.isnan(va) & np.isnan(vb))
         else:
             same = np.isclose(va, vb, *args, **kwargs)
-        return Batched(np.all(same.reshape(lvl.size, -1), axis=1), lvl)
+        return Batched(np.all(_flat(same), axis=1), lvl)
 
     return rule
 
@@ -671,8 +673,8 @@ def _norm(lvl: Level, x: Any, ord: Any = None, axis: Any = None, keepdims: bool 
     v = x.value
     if axis is None:
         if ord is None:
-            out = np.linalg.norm(v.reshape(v.shape[0], -1), axis=1)
-            return Batched(out.reshape((-1,) + (1,) * nd) if keepdims else out, lvl)
+            out = np.linalg.norm(_flat(v), axis=1)
+            return Batched(out.reshape(out.shape + (1,) * nd) if keepdims else out, lvl)
         axis = tuple(range(nd))
     ax = _axes(axis, nd)
     return Batched(np.linalg.norm(v, ord, ax, keepdims), lvl)
