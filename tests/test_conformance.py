@@ -44,13 +44,14 @@ EPS = 1e-6
 
 
 def _ops() -> list[str]:
-    """The names of the registered ops (the one line to change when the records are the source)."""
-    return sorted(F.OPS)
+    """The names of the registered ops: every record (the families that load on first use loaded) but
+    the internal ones of a transform."""
+    len(F.OPS)  # (loads every family, whose records register as they load)
+    return sorted(name for name, record in F.REGISTRY.items() if not record.internal)
 
 
 def _record(name: str) -> Any:
-    registry = getattr(F, "REGISTRY", None)
-    return None if registry is None else registry.get(name)
+    return F.REGISTRY.get(name)
 
 
 def _refusal(name: str, cell: str) -> str | None:
