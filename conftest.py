@@ -39,3 +39,16 @@ def _doctest_names(doctest_namespace: dict) -> None:
     doctest_namespace["np"] = np
     doctest_namespace["lp"] = leanpass
     doctest_namespace["Tensor"] = leanpass.Tensor
+
+
+def forget_ops(names: object) -> None:
+    """Unregister ops a test or a docs page registered with ``functional.op`` (from every table), so that
+    the walks over ``functional.OPS`` in later tests see LeanPass's own ops only."""
+    from leanpass import functional as F
+
+    for name in list(names):  # type: ignore[call-overload]
+        F.REGISTRY.pop(name, None)
+        dict.pop(F.OPS, name, None)
+        dict.pop(F.JVPS, name, None)
+        F.TAKES_NEED.discard(name)
+

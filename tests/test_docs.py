@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import as_printed
+from conftest import as_printed, forget_ops
+from leanpass import functional as F
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -42,6 +43,15 @@ def test_doc_examples_run_and_print_what_they_say(path: Path) -> None:
     found = blocks(path)
     assert found, f"{path.name} has no ```python blocks"
     namespace: dict = {"__name__": "__docs__"}
+    registered = set(F.REGISTRY)
+    try:
+        _run(path, found, namespace)
+    finally:  # (ops a page registers with functional.op are its own: later tests walk LeanPass's ops)
+        forget_ops(name for name, rec in list(F.REGISTRY.items())
+                   if name not in registered and not rec.module.startswith("leanpass."))
+
+
+def _run(path: Path, found: list[tuple[str, str | None, int]], namespace: dict) -> None:
     for code, expected, line in found:
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):

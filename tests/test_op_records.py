@@ -22,6 +22,7 @@ import pytest
 from op_samples import every_sample, op_of
 
 import leanpass as lp
+from conftest import forget_ops
 from leanpass import functional as F
 from leanpass.core.tensor import CustomVJP
 from leanpass.functional import _registry
@@ -110,11 +111,7 @@ def scratch_names() -> Any:
     """Names registered by a test, unregistered after it (from every table)."""
     names: list[str] = []
     yield names
-    for name in names:
-        F.REGISTRY.pop(name, None)
-        dict.pop(F.OPS, name, None)
-        dict.pop(F.JVPS, name, None)
-        F.TAKES_NEED.discard(name)
+    forget_ops(names)
 
 
 def test_registering_a_name_twice_raises() -> None:
