@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from ..functional._lift import is_tensor
+
 
 class TreeDef(NamedTuple):
     """The structure of a pytree without its leaves: a node kind, its metadata and children."""
@@ -309,12 +311,10 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
         others.append(r_leaves)
     if not repeats(leaves):  # (the usual case)
         return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
-    from .tensor import Tensor
-
     out = []
     made: dict[tuple[int, ...], Any] = {}  # the ids of a repeated Tensor and its partners -> f's result
     for xs in zip(leaves, *others):
-        if type(xs[0]) is not Tensor:
+        if not is_tensor(xs[0]):
             out.append(f(*xs))
             continue
         key = tuple(map(id, xs))

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import _lift
+from .shapes import scatter
 
 MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
@@ -76,7 +77,7 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
                 continue
             out_shape[axis] = shape[axis]
             index = (slice(None),) * axis + (src,)
-            g = _lift.unindex(g, index, tuple(out_shape))
+            g = scatter(g, index, tuple(out_shape))
         return g, None, None, None
 
     return ans, vjp

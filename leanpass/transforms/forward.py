@@ -317,8 +317,8 @@ def _start(frame: _Frame) -> Any:
     token = _frames.set((*_frames.get(), frame))
     with _running_lock:
         _running += 1
-        _tensor._forward_hook = _record
-        _tensor._no_grad_entered = 1  # the recorders take their slow path (which calls the hook) from now on
+        _tensor.take_slow_path()  # the recorders take their slow path (which calls the hook) from now on
+        _tensor.set_forward_hook(_record)
     return token
 
 
@@ -328,7 +328,7 @@ def _stop(token: Any) -> None:
     with _running_lock:
         _running -= 1
         if not _running:
-            _tensor._forward_hook = None
+            _tensor.set_forward_hook(None)
 
 
 def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...]) -> Tensor:

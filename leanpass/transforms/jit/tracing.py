@@ -1799,5 +1799,4 @@ def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int,
 
 # Stand-ins are raw arrays to the layers above: Tensors take them as constants, and the rules'
 # raw-array paths take them like ndarrays.
-setattr(_tensor_module, "_PLAIN", (*_tensor_module._PLAIN, TracedArray))  # noqa: B010 - (a tuple of another type)
-_lift.RAW = (*_lift.RAW, TracedArray)
+_lift.register_array_type(TracedArray)

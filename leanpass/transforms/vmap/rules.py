@@ -20,7 +20,7 @@ import numpy as np
 from numpy._globals import _NoValue  # (np._NoValue, which NumPy 1.x's stubs do not declare)
 
 from ...functional.linalg import rhs_is_vector
-from .batching import (
+from .batched import (
     RULES,
     Batched,
     Level,
