@@ -37,8 +37,8 @@ def register_array_type(cls: type) -> None:
     it as it is, and Tensor ops take it as a constant operand, as they take an ndarray.
 
     >>> register_array_type(np.ndarray)  # (already one: nothing changes)
-    >>> RAW
-    (<class 'numpy.ndarray'>,)
+    >>> RAW[0]
+    <class 'numpy.ndarray'>
     """
     global RAW, PLAIN
     if cls not in RAW:

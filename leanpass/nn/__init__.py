@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..core.tensor import ArrayLike, Tensor, _linear
-from ..core.tree import _CACHE, register_pytree, tree_flatten, tree_map
+from ..core.tree import _CACHE, register_pytree, set_child_names, tree_flatten, tree_map
 from ..data import _generator as _check_rng
 from ..functional import _lift
 from ..numpy import basics as ops
@@ -346,6 +346,16 @@ def _unflattener(cls: type, fields: tuple[str, ...], names: tuple[str, ...], sta
 
 def _dynamic_fields(cls: type) -> tuple[str, ...]:
     return _spec(cls)[0]
+
+
+def _child_names(cls: type, n: int) -> list[str] | None:
+    """A module's children as error messages name them (``.weight``): see ``core.tree.set_child_names``."""
+    if isinstance(cls, type) and issubclass(cls, Module) and cls is not Sequential:
+        return [f".{name}" for name in _dynamic_fields(cls)]
+    return None
+
+
+set_child_names(_child_names)
 
 
 def _getter(names: tuple[str, ...]) -> _Getter:

@@ -50,7 +50,7 @@ from ..core.tensor import (
     _node,
     _shapes,
 )
-from ..core.tree import _first_difference, tree_flatten, tree_unflatten
+from ..core.tree import _first_difference, leaf_paths, tree_flatten, tree_unflatten
 from .reverse import _split_aux, _Traced
 
 
@@ -482,9 +482,7 @@ def _check_tied(first: tuple[Any, int, int], then: tuple[Any, int, int], primals
     except (TypeError, ValueError):  # values not known here (a stand-in of vmap or jit)
         same = False
     if not same:
-        from ..optim import _leaf_paths  # (the error path only)
-
-        where = [f"primals[{i}]{_leaf_paths(tree_flatten(primals[i])[1])[j].replace('<root>', '')}"
+        where = [f"primals[{i}]{leaf_paths(tree_flatten(primals[i])[1])[j].replace('<root>', '')}"
                  for _, i, j in (first, then)]
         raise ValueError(
             f"jvp: {where[0]} and {where[1]} are the same Tensor (tied weights: one variable), but the "

@@ -611,3 +611,12 @@ RULES: dict[Any, Callable[..., Any]] = {}
 of one per-example call. (Every ufunc, and its ``reduce``, ``accumulate``, ``reduceat``,
 ``outer`` and ``at``, is batched by one rule of its own, not listed here.)"""
 
+
+def register(func: Any, rule: Callable[..., Any]) -> None:
+    """Batch the NumPy function ``func`` inside vmap by ``rule(level, *args, **kwargs)`` (see ``RULES``).
+
+    >>> from leanpass.transforms.vmap import rules  # (which registers the rules of NumPy's functions)
+    >>> register(np.einsum, RULES[np.einsum])
+    """
+    RULES[func] = rule
+

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...core import engine
 from ...core.tensor import Tensor, _const, apply
-from ...core.tree import _REGISTRY, TreeDef, tree_flatten, tree_unflatten
+from ...core.tree import _REGISTRY, TreeDef, child_names, tree_flatten, tree_unflatten
 from ...functional import _lift
 from .. import forward
 from .batched import RULES as RULES  # (NumPy function -> its batching rule)
@@ -229,10 +229,8 @@ def _paths(td: TreeDef, where: str) -> list[str]:
         keys = [f"[{k!r}]" for k in td.meta]
     elif td.kind in (list, tuple):
         keys = [f"[{i}]" for i in range(len(td.children))]
-    else:  # a module: its fields' names (the error path only: nn loads here)
-        from ...checkpoint import _child_names
-
-        keys = _child_names(td.kind, len(td.children))
+    else:  # a module: its fields' names
+        keys = child_names(td.kind, len(td.children))
     return [p for k, c in zip(keys, td.children) for p in _paths(c, where + k)]
 
 
