@@ -54,9 +54,9 @@ WRITES_ALLOWED: set[tuple[str, str]] = {
     # the same for the families' forward-mode rules (see CYCLES_ALLOWED).
     *((f"leanpass.functional.{m}", "leanpass.functional.JVPS") for m in _FAMILIES),
 }
-# Modules `import leanpass` must not load: they load on first use.
+# Modules (and packages) `import leanpass` must not load: they load on first use. (SciPy itself too.)
 NOT_ON_IMPORT = ("leanpass.nn", "leanpass.optim", "leanpass.transforms.vmap", "leanpass.transforms.jit",
-                 "leanpass.scipy", "leanpass.numpy.linalg", "leanpass.numpy.convolution",
+                 "leanpass.scipy", "leanpass.numpy.linalg", "leanpass.numpy.convolution", "scipy",
                  *(f"leanpass.functional.{m}" for m in ("conv", "pooling", "padding", "norms", "linalg", "special")))
 
 _MUTATORS = {"update", "add", "append", "extend", "insert", "setdefault", "pop", "popitem", "remove", "discard",
