@@ -42,7 +42,7 @@ import numpy as np
 
 from .core import tree as _tree
 from .core.tensor import Tensor, _const
-from .core.tree import TreeDef, tree_flatten, tree_unflatten
+from .core.tree import TreeDef, child_names, tree_flatten, tree_unflatten
 
 __all__ = ["save", "load", "CheckpointError"]
 
@@ -74,14 +74,7 @@ def _class_name(cls: type) -> str:
 
 def _child_names(cls: type, n: int) -> list[str]:
     """Names for the children of a registered class in error messages (``.weight``, ``[0]``)."""
-    from . import nn
-    from .nn.module import _dynamic_fields
-
-    if isinstance(cls, type) and issubclass(cls, nn.Module) and cls is not nn.Sequential:
-        names = _dynamic_fields(cls)
-        if len(names) == n:
-            return [f".{name}" for name in names]
-    return [f"[{i}]" for i in range(n)]
+    return child_names(cls, n)
 
 
 def _fields_missing(cls: type, n: int) -> bool:

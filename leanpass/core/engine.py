@@ -16,6 +16,7 @@ again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from heapq import heappop, heappush
 from typing import Any
@@ -28,9 +29,19 @@ from . import tensor as _tensor
 from .tensor import CustomVJP, Tensor, _const, _grad_enabled
 from .tree import tree_flatten
 
-# leanpass.batching.settle once vmap has been imported: it sums a per-example cotangent over the
-# examples where it reaches an input that the examples share (see leanpass.batching).
+# vmap's ``settle`` once vmap has been imported (``set_cotangent_hook``): it sums a per-example
+# cotangent over the examples where it reaches an input that the examples share.
 _batching: Any = None
+
+
+def set_cotangent_hook(fn: Callable[[Any, Any, int], Any]) -> None:
+    """``fn(cotangent, parent, mask)``, called on each cotangent that is not a plain ndarray as it reaches
+    a parent (vmap's: a per-example cotangent meeting an input the examples share is summed there).
+
+    >>> set_cotangent_hook(_batching)  # (unchanged; vmap sets its hook as it loads)
+    """
+    global _batching
+    _batching = fn
 # How many transformed functions (or recorded pull-backs) enclose the current code: inside
 # one, a transform's results must stay differentiable for the outer one (a recorded pass).
 _depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
@@ -139,7 +150,7 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
         fn = rec.fn
     parents = node._parents
     token = _depth.set(_depth.get() + 1)  # a transform a rule calls is then recorded too
-    _tensor._in_replay += 1  # (debug_nans says "backward" for what is recorded here)
+    _tensor.replay_enter()  # (debug_nans says "backward" for what is recorded here)
     try:
         with _grad_enabled():
             if rec is not None and rec.need:
@@ -150,7 +161,7 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
             return replayed(g)
     finally:
         _depth.reset(token)
-        _tensor._in_replay -= 1
+        _tensor.replay_exit()
 
 
 def backward(t: Tensor, cotangent: Any = None, create_graph: bool = False) -> None:
@@ -266,4 +277,5 @@ def check_outside(out: Any, where: str) -> None:
             )
 
 
-_tensor._custom_forward = run_forward
+_tensor.set_custom_forward(run_forward)
+_tensor.set_backward(backward)

@@ -36,7 +36,6 @@ from .tree import tree_flatten, tree_unflatten
 _grad_mask: ContextVar[int] = ContextVar("leanpass_grad_mask", default=-1)
 _mask_get = _grad_mask.get
 _next_seq = itertools.count(1).__next__  # creation order: the reverse pass runs in its reverse
-_PLAIN = (int, float, np.ndarray, np.generic)
 _NUMBER = (float, int)
 _NEITHER, _FIRST, _SECOND, _BOTH = (False, False), (True, False), (False, True), (True, True)
 
@@ -414,9 +413,7 @@ class Tensor:
         >>> x.grad
         Tensor(6., requires_grad=True, op='+')
         """
-        from .engine import backward
-
-        backward(self, cotangent, create_graph)
+        _backward(self, cotangent, create_graph)
 
     def detach(self) -> Tensor:
         """The same values, cut from the graph (no gradient flows through the result).
@@ -521,9 +518,7 @@ class Tensor:
 
     def take(self, indices: Any, axis: int | None = None) -> Tensor:
         """Elements (or slices along ``axis``) at ``indices``; see ``leanpass.take``."""
-        from ..numpy.basics import take
-
-        return take(self, indices, axis)
+        return _take(self, indices, axis)
 
     # NumPy's array methods for the functions of leanpass.ops_math / ops_arrays / ops_contract
     def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -544,27 +539,19 @@ class Tensor:
 
     def dot(self, other: ArrayLike) -> Tensor:
         """``np.dot(self, other)``; see ``leanpass.dot``."""
-        from ..numpy.products import dot
-
-        return dot(self, other)
+        return _dot(self, other)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
         """The sum along a diagonal; see ``leanpass.trace``."""
-        from ..numpy.math import trace
-
-        return trace(self, offset, axis1, axis2)
+        return _diagonal(self, offset, axis1, axis2).sum(axis=-1)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
         """A diagonal, as the last axis; see ``leanpass.diagonal``."""
-        from ..numpy.arrays import diagonal
-
-        return diagonal(self, offset, axis1, axis2)
+        return _diagonal(self, offset, axis1, axis2)
 
     def repeat(self, repeats: Any, axis: int | None = None) -> Tensor:
         """Entries repeated along ``axis``; see ``leanpass.repeat``."""
-        from ..numpy.arrays import repeat
-
-        return repeat(self, repeats, axis)
+        return _repeat(self, repeats, axis)
 
     def ravel(self) -> Tensor:
         """All elements as one axis (same as ``flatten``)."""
@@ -712,10 +699,10 @@ class Tensor:
 
     # ----- NumPy's dispatch protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        return _numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+        return _array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        return _numpy_dispatch.array_function(func, args, kwargs)
+        return _array_function(func, args, kwargs)
 
 
 # ----- PyTorch spellings: messages that name the NumPy (LeanPass) one ---------------------------
@@ -845,7 +832,7 @@ def _plain(v: Any, name: str) -> Any:
     """A non-Tensor operand, checked: Python numbers and real NumPy arrays are constants."""
     if type(v) is np.ndarray and v.dtype.kind != "c":  # the usual case (a batch), first
         return v
-    if isinstance(v, _PLAIN) and not isinstance(v, complex):
+    if isinstance(v, _lift.PLAIN) and not isinstance(v, complex):
         dtype: Any = getattr(v, "dtype", _REAL)
         if dtype.kind == "c":
             raise TypeError(
@@ -862,6 +849,67 @@ def _plain(v: Any, name: str) -> Any:
 _REAL = np.dtype(np.float64)
 
 
+# ----- methods that are NumPy functions too: leanpass.numpy's take, dot, diagonal and repeat call these ---
+def _axis(axis: int, ndim: int, name: str) -> int:
+    """``axis`` as a non-negative index, with an error naming the op when it is out of range."""
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"{name}: axis {axis} is out of range for a Tensor with {ndim} axes")
+    return axis % ndim
+
+
+def _take(t: Tensor, indices: Any, axis: int | None) -> Tensor:
+    idx = _value(indices)
+    idx = idx if isinstance(idx, _lift.RAW) else np.asarray(idx)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"take: indices must be integers, got dtype {idx.dtype}; use x[mask] for a boolean mask")
+    if axis is None:
+        return t.reshape(-1)[idx]
+    return t[(slice(None),) * _axis(axis, t.ndim, "take") + (idx,)]
+
+
+def _dot(a: Any, b: Any) -> Tensor:
+    a, b = (np.asarray(v) if isinstance(v, (list, tuple)) else v for v in (a, b))
+    na, nb = np.ndim(_value(a)), np.ndim(_value(b))
+    if na == 0 or nb == 0:
+        return _binary(F.mul, "*", a, b)
+    if na <= 2 and nb <= 2 or nb == 1:
+        return _binary(F.matmul, "@", a, b)
+    # the sum over a's last axis and b's second-to-last, as one einsum
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    sub_a, sub_b = letters[:na], list(letters[na:na + nb])
+    sub_b[nb - 2] = sub_a[-1]
+    out = sub_a[:-1] + "".join(c for j, c in enumerate(sub_b) if j != nb - 2)
+    return apply(F.einsum, "einsum", f"{sub_a},{''.join(sub_b)}->{out}", a, b)
+
+
+def _diagonal_index(n1: int, n2: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    size = max(0, min(n1 - max(-offset, 0), n2 - max(offset, 0)))
+    steps = np.arange(size)
+    return steps + max(-offset, 0), steps + max(offset, 0)
+
+
+def _diagonal(a: Any, offset: int, axis1: int, axis2: int) -> Tensor:
+    nd = np.ndim(_value(a))
+    if nd < 2:
+        raise ValueError("diagonal: the input must have at least two axes")
+    a1, a2 = _axis(int(axis1), nd, "diagonal"), _axis(int(axis2), nd, "diagonal")
+    if a1 == a2:
+        raise ValueError(f"diagonal: repeated axis in {(axis1, axis2)!r}")
+    order = [i for i in range(nd) if i not in (a1, a2)] + [a1, a2]
+    x = _unary(F.transpose, "transpose", a, tuple(order)) if order != list(range(nd)) else a
+    n1, n2 = np.shape(_value(x))[-2:]
+    rows, cols = _diagonal_index(n1, n2, offset)
+    return x[..., rows, cols]
+
+
+def _repeat(x: Any, repeats: Any, axis: int | None) -> Tensor:
+    if axis is None:
+        x, axis = _unary(F.reshape, "reshape", x, (-1,)), 0
+    ax = _axis(axis, np.ndim(_value(x)), "repeat")
+    index = np.repeat(np.arange(np.shape(_value(x))[ax]), np.asarray(_value(repeats)))
+    return x[(slice(None),) * ax + (index,)]
+
+
 class ConversionError(TypeError):
     """A Tensor being differentiated was turned into a constant (a NumPy array or a Python number).
 
@@ -875,7 +923,7 @@ def _escape(t: Tensor, what: str) -> ConversionError:
     where = f"is being differentiated ({_transforms_running(t)})" if t._trace > 1 else "requires grad"
     caller = _foreign_caller()
     if caller is not None and caller.startswith("scipy"):
-        from ..scipy.special import _scipy_hint  # (the error path only: it walks the stack)
+        from .errors import _scipy_hint  # (the error path only: it walks the stack)
 
         named = _scipy_hint()
         if named is not None:
@@ -1084,9 +1132,36 @@ class CustomVJP:
         return self.vjp(g)
 
 
-_lift.apply = apply
-_lift.tensor_type = Tensor
-_numpy_dispatch: Any = None  # leanpass.numpy_dispatch, which sets this when it is imported
+_lift.set_recorder(apply, Tensor)
+
+
+# ----- the extension points: the layers above hook into Tensor through these functions only ----------
+# (each sets a global of this module that a method or the recorders read; see the slow path below)
+# NumPy's dispatch on Tensors (leanpass.numpy.dispatch): ``array_ufunc(ufunc, method, inputs, kwargs)``
+# and ``array_function(func, args, kwargs)``.
+_array_ufunc: Any = None
+_array_function: Any = None
+_backward: Any = None  # the reverse pass: ``backward(t, cotangent, create_graph)`` (leanpass.core.engine)
+
+
+def set_numpy_dispatch(array_ufunc: Callable[..., Any], array_function: Callable[..., Any]) -> None:
+    """Route NumPy's ``__array_ufunc__`` and ``__array_function__`` on Tensors to these functions.
+
+    >>> from leanpass.numpy import dispatch
+    >>> set_numpy_dispatch(dispatch.array_ufunc, dispatch.array_function)  # (what it does as it loads)
+    """
+    global _array_ufunc, _array_function
+    _array_ufunc, _array_function = array_ufunc, array_function
+
+
+def set_backward(fn: Callable[[Tensor, Any, bool], None]) -> None:
+    """The reverse pass that ``Tensor.backward`` runs: ``fn(t, cotangent, create_graph)``.
+
+    >>> from leanpass.core import engine
+    >>> set_backward(engine.backward)  # (what leanpass.core.engine does as it loads)
+    """
+    global _backward
+    _backward = fn
 
 
 def _shape_error(name: str, a: Any, b: Any, swap: bool, err: ValueError) -> ValueError:
@@ -1142,6 +1217,74 @@ _forward_hook: Any = None
 # leanpass.engine's ``run_forward(fn, name, raw)``: the forward of an op of the user's (``apply``) on its
 # inputs' arrays, where a transform it calls is a computation of its own (set when engine loads).
 _custom_forward: Any = None
+
+
+def take_slow_path() -> None:
+    """Make the recorders take their slow path (``_recorded``) from now on, in every thread: for a
+    layer above that hooks into recording (forward mode's ``set_forward_hook``). It stays taken.
+
+    >>> take_slow_path()  # (harmless: the slow path records the same nodes)
+    """
+    global _no_grad_entered
+    _no_grad_entered = 1
+
+
+def set_forward_hook(hook: Callable[..., Tensor] | None) -> None:
+    """Forward mode's hook while a ``jvp`` runs: ``hook(name, out, vjp, trace, parents)`` makes each node
+    the recorders' slow path records (with its tangent); None when no jvp runs. Call ``take_slow_path``
+    first.
+
+    >>> set_forward_hook(None)  # (no jvp runs)
+    """
+    global _forward_hook
+    _forward_hook = hook
+
+
+def set_custom_forward(fn: Callable[..., Any]) -> None:
+    """How ``apply`` runs the forward of an op of the user's (a ``CustomVJP``): ``fn(fn, name, raw)``.
+
+    >>> from leanpass.core import engine
+    >>> set_custom_forward(engine.run_forward)  # (what leanpass.core.engine does as it loads)
+    """
+    global _custom_forward
+    _custom_forward = fn
+
+
+def debug_nans_enter() -> None:
+    """Start checking every recorded op for NaNs (``leanpass.debug_nans``; blocks may nest).
+
+    >>> debug_nans_enter(); debug_nans_exit()
+    """
+    global _no_grad_entered, _debug_nans
+    _no_grad_entered = 1  # the recorders take their slow path from now on
+    _debug_nans += 1
+
+
+def debug_nans_exit() -> None:
+    """End one ``debug_nans_enter``.
+
+    >>> debug_nans_enter(); debug_nans_exit()
+    """
+    global _debug_nans
+    _debug_nans -= 1
+
+
+def replay_enter() -> None:
+    """A create_graph backward pass starts replaying a rule (debug_nans then says "backward pass").
+
+    >>> replay_enter(); replay_exit()
+    """
+    global _in_replay
+    _in_replay += 1
+
+
+def replay_exit() -> None:
+    """The replay of a rule has ended.
+
+    >>> replay_enter(); replay_exit()
+    """
+    global _in_replay
+    _in_replay -= 1
 
 
 def _recorded(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...],

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from ..functional._lift import is_tensor
+
 
 class TreeDef(NamedTuple):
     """The structure of a pytree without its leaves: a node kind, its metadata and children."""
@@ -324,12 +326,10 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
         others.append(r_leaves)
     if not repeats(leaves):  # (the usual case)
         return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
-    from .tensor import Tensor
-
     out = []
     made: dict[tuple[int, ...], Any] = {}  # the ids of a repeated Tensor and its partners -> f's result
     for xs in zip(leaves, *others):
-        if type(xs[0]) is not Tensor:
+        if not is_tensor(xs[0]):
             out.append(f(*xs))
             continue
         key = tuple(map(id, xs))
@@ -337,3 +337,49 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any) -> Any:
             made[key] = f(*xs)
         out.append(made[key])
     return tree_unflatten(treedef, out)
+
+
+# ----- names of the leaves, for error messages ------------------------------------------------------
+# leanpass.nn's names of a module's children (``set_child_names``): ``names(cls, n)`` is
+# ``[".weight", ".bias"]``, or None for a class it does not name.
+_names: Callable[[type, int], list[str] | None] | None = None
+
+
+def set_child_names(names: Callable[[type, int], list[str] | None]) -> None:
+    """How error messages name the ``n`` children of a registered class ``cls``: ``names(cls, n)`` gives
+    a list such as ``[".weight", ".bias"]``, or None to number them (``[0]``, ``[1]``).
+
+    >>> import leanpass.nn  # (which names its modules' children as it loads)
+    >>> child_names(leanpass.nn.Linear, 2)
+    ['.weight', '.bias']
+    """
+    global _names
+    _names = names
+
+
+def child_names(cls: type, n: int) -> list[str]:
+    """Names for the ``n`` children of a node of kind ``cls`` in error messages (``.weight``, ``[0]``).
+
+    >>> child_names(tuple, 2)
+    ['[0]', '[1]']
+    """
+    named = _names(cls, n) if _names is not None else None
+    return named if named is not None and len(named) == n else [f"[{i}]" for i in range(n)]
+
+
+def leaf_paths(treedef: TreeDef) -> list[str]:
+    """The paths of a tree's leaves, in order (``.layers[0].weight``, ``['w']``), for error messages.
+
+    >>> leaf_paths(tree_flatten({"w": [1.0, 2.0], "b": 3.0})[1])
+    ["['w'][0]", "['w'][1]", "['b']"]
+    """
+    paths: list[str] = []
+    stack = [(treedef, "")]
+    while stack:
+        td, path = stack.pop()
+        if td.kind is None:
+            paths.append(path or "<root>")
+            continue
+        names = [f"[{k!r}]" for k in td.meta] if td.kind is dict else child_names(td.kind, len(td.children))
+        stack.extend(reversed([(c, path + n) for c, n in zip(td.children, names)]))
+    return paths

@@ -12,10 +12,38 @@ from typing import Any
 
 import numpy as np
 
-apply: Callable[..., Any] | None = None  # leanpass.tensor's generic recorder, set on import
+apply: Callable[..., Any] | None = None  # the Tensor layer's generic recorder (``set_recorder``)
+tensor_type: type | None = None  # leanpass.core.tensor.Tensor (``set_recorder``)
 # The raw array types: ndarray, and the stand-ins that jit (and vmap) put inside Tensors, which add
-# themselves here when they load. Code that takes "an array, else convert" tests against this.
+# themselves with ``register_array_type`` when they load. Code that takes "an array, else convert"
+# tests against RAW; PLAIN is what a Tensor op takes as a constant operand (numbers too).
 RAW: Any = (np.ndarray,)  # (Any: a narrowing tuple of types would hide the stand-ins from mypy)
+PLAIN: Any = (int, float, np.ndarray, np.generic)
+
+
+def set_recorder(recorder: Callable[..., Any], tensor: type) -> None:
+    """The Tensor layer's extension point: its ``apply(fn, name, *inputs)`` and Tensor class, which
+    the rules use to record the ops they call on Tensors (a differentiable backward pass).
+
+    >>> import leanpass.core.tensor as T
+    >>> set_recorder(T.apply, T.Tensor)  # (what leanpass.core.tensor does as it loads)
+    """
+    global apply, tensor_type
+    apply, tensor_type = recorder, tensor
+
+
+def register_array_type(cls: type) -> None:
+    """Treat ``cls`` (a stand-in for an ndarray, such as jit's traced arrays) as a raw array: rules keep
+    it as it is, and Tensor ops take it as a constant operand, as they take an ndarray.
+
+    >>> register_array_type(np.ndarray)  # (already one: nothing changes)
+    >>> RAW[0]
+    <class 'numpy.ndarray'>
+    """
+    global RAW, PLAIN
+    if cls not in RAW:
+        RAW = (*RAW, cls)
+        PLAIN = (*PLAIN, cls)
 
 
 def is_array(x: Any) -> bool:
@@ -38,10 +66,22 @@ def asarray(x: Any) -> Any:
         return convert(x)
     return x if isinstance(x, RAW) else np.asarray(x)
 
-# leanpass.batching's hook, set once vmap is imported: ``spread_target(index, x, copy)`` is ``x``
-# made batched over the vmap levels of a batched ``index`` (a plain array can neither be indexed
-# by nor receive per-example values); a writable copy with ``copy``.
+# vmap's hook (``set_index_spread``): ``spread_target(index, x, copy)`` is ``x`` made batched over the
+# vmap levels of a batched ``index`` (a plain array can neither be indexed by nor receive
+# per-example values); a writable copy with ``copy``.
 spread_target: Callable[[Any, Any, bool], Any] | None = None
+
+
+def set_index_spread(fn: Callable[[Any, Any, bool], Any] | None) -> None:
+    """vmap's extension point: ``fn(index, x, copy)`` makes ``x`` batched like a batched ``index`` before
+    ``index`` and the scatter of ``getitem``'s VJP use it.
+
+    >>> before = spread_target
+    >>> set_index_spread(lambda index, x, copy: x)
+    >>> set_index_spread(before)
+    """
+    global spread_target
+    spread_target = fn
 
 
 def index(x: Any, index: Any) -> Any:
@@ -65,24 +105,6 @@ def constant(x: Any) -> Any:
     array([1.])
     """
     return getattr(x, "_data", x)
-
-
-def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
-    """Scatter-add ``g`` into zeros of ``shape`` at ``index`` (see ``shapes.unindex``).
-
-    On arrays this is the scatter itself; on Tensors it is recorded as the op ``"unindex"``.
-
-    >>> unindex(np.array([1.0, 2.0]), [1, 1], (3,))
-    array([0., 3., 0.])
-    """
-    from .shapes import unindex as op
-
-    if isinstance(g, RAW) or isinstance(g, np.generic) or apply is None:
-        return op(g, index, shape)[0]
-    return apply(op, "unindex", g, index, shape)
-
-
-tensor_type: type | None = None  # leanpass.tensor.Tensor, set on import
 
 
 def is_tensor(x: Any) -> bool:

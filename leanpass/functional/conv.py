@@ -51,16 +51,7 @@ _window_view: Any = np.lib.stride_tricks.sliding_window_view  # (NumPy 1.x's stu
 Pads = tuple[tuple[int, int], tuple[int, int]]
 Pair = tuple[int, int]
 
-_Tensor: Any = None  # leanpass.tensor.Tensor, once the Tensor layer is loaded
-
-
-def _is_tensor(a: Any) -> bool:
-    global _Tensor
-    if _Tensor is None:
-        from ..core.tensor import Tensor
-
-        _Tensor = Tensor
-    return type(a) is _Tensor
+_is_tensor = _lift.is_tensor
 
 
 def _raw(a: Any) -> Any:

@@ -121,7 +121,7 @@ def _check_repeated(values: Any, equal: Any, gvalues: Any, coupling: Any, name: 
     the limit of the rule and so has the wrong derivative. (Values under jit or vmap, which are
     neither arrays nor Tensors, are not inspected.)
     """
-    from ..core.tensor import Tensor
+    from ._lift import tensor_type as Tensor  # (the Tensor layer's, once it is loaded)
 
     n = np.shape(equal)[-1]
     pairs = equal & ~np.eye(n, dtype=bool)
@@ -152,7 +152,7 @@ def _check_split(values: Any, equal: Any, coupling: Any, name: str, what: str) -
     """Forward mode's check at repeated values: their tangents (and the vectors') exist only for a
     direction that does not couple them (``coupling`` is 0 on the pairs counted as equal); then
     the terms the convention drops are 0. Otherwise raise, as ``_check_repeated`` does."""
-    from ..core.tensor import Tensor
+    from ._lift import tensor_type as Tensor  # (the Tensor layer's, once it is loaded)
 
     n = np.shape(equal)[-1]
     pairs = equal & ~np.eye(n, dtype=bool)
@@ -296,10 +296,11 @@ def cofactor(a: Any) -> tuple[Any, Any]:
     array([[ 4., -2.],
            [-2.,  1.]])
     """
-    from ..core.tensor import Tensor, apply
+    from ._lift import apply  # (the Tensor layer's, once it is loaded)
+    from ._lift import tensor_type as Tensor
 
     if type(a) is Tensor:  # a replayed rule: this op again
-        return apply(cofactor, "cofactor", a), MethodType(_cofactor_vjp, a)
+        return apply(cofactor, "cofactor", a), MethodType(_cofactor_vjp, a)  # type: ignore[misc]
     if _shape(a)[-1] <= 3:
         return _small_cofactor(a), MethodType(_cofactor_vjp, a)
     u, s, vh, sign = _svd_sign(a)
@@ -791,11 +792,12 @@ def norm(x: Any, ord: float = 2, axis: Any = None, keepdims: bool = False) -> tu
     >>> norm(np.array([3.0, 4.0]))[0], norm(np.zeros(2))[1](np.array(1.0))[0]
     (array(5.), array([0., 0.]))
     """
-    from ..core.tensor import Tensor, apply
+    from ._lift import apply  # (the Tensor layer's, once it is loaded)
+    from ._lift import tensor_type as Tensor
 
     p = float(ord)
     if type(x) is Tensor:  # a replayed rule: the norm as this op again, so its derivative keeps the rule at 0
-        kept = apply(norm, "norm", x, ord, axis, True)
+        kept = apply(norm, "norm", x, ord, axis, True)  # type: ignore[misc]
     elif p == 2:
         kept = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
     else:

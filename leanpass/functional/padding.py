@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _lift
 from ._registry import op
+from .shapes import scatter
 
 MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
@@ -77,7 +78,7 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
                 continue
             out_shape[axis] = shape[axis]
             index = (slice(None),) * axis + (src,)
-            g = _lift.unindex(g, index, tuple(out_shape))
+            g = scatter(g, index, tuple(out_shape))
         return g, None, None, None
 
     return ans, vjp

@@ -128,7 +128,7 @@ def getitem(x: Any, index: Any) -> tuple[Any, Any]:
     (array([2., 1.]),)
     """
     xshape = np.shape(x)
-    return _lift.index(x, index), lambda g: (_lift.unindex(g, index, xshape),)
+    return _lift.index(x, index), lambda g: (scatter(g, index, xshape),)
 
 
 op("getitem", getitem, jvp=of_first(getitem), keeps=("index", "shape"))
@@ -141,7 +141,7 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     array([2., 1.])
     """
     if _lift.is_tensor(g):  # replayed by a differentiable backward pass: record the scatter as one op
-        return _lift.unindex(g, index, shape), lambda h: (_lift.index(h, index), None, None)
+        return scatter(g, index, shape), lambda h: (_lift.index(h, index), None, None)
     # (zeros_like dispatches, so under jit the zeros and the writes into them are traced too)
     out = np.zeros(shape, dtype=g.dtype) if type(g) is np.ndarray else np.zeros_like(g, shape=shape)
     if _lift.spread_target is not None:  # (vmap: a batched index needs a batched target)
@@ -154,6 +154,18 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
 
 
 op("unindex", unindex, jvp=of_first(unindex), keeps=("index",))
+
+
+def scatter(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
+    """``unindex``'s output alone: on arrays the scatter itself, on Tensors (a differentiable backward
+    pass) recorded as the op ``"unindex"``.
+
+    >>> scatter(np.array([1.0, 2.0]), [1, 1], (3,))
+    array([0., 3., 0.])
+    """
+    if _lift.is_tensor(g):
+        return _lift.apply(unindex, "unindex", g, index, shape)  # type: ignore[misc]
+    return unindex(g, index, shape)[0]
 
 
 def _is_basic(index: Any) -> bool:

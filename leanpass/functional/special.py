@@ -338,10 +338,11 @@ def _elementwise(name: str) -> Callable[..., Any]:
     values, derivative = ELEMENTWISE[name]
 
     def fn(x: Any, *params: Any) -> tuple[Any, Any]:
-        from ..core.tensor import Tensor, apply
+        from ._lift import apply  # (the Tensor layer's, once it is loaded)
+        from ._lift import tensor_type as Tensor
 
         if type(x) is Tensor:  # a differentiable backward pass replays the op: record it
-            ans = apply(fn, name, x, *params)
+            ans = apply(fn, name, x, *params)  # type: ignore[misc]
         else:
             ans = _in_float64(values, x, *params)
         return ans, partial(_elementwise_vjp, derivative, x, ans, params)
@@ -436,11 +437,12 @@ def xlog1py(x: Any, y: Any) -> tuple[Any, Any]:
 
 
 def _x_log(x: Any, y: Any, name: str) -> tuple[Any, Any]:
-    from ..core.tensor import Tensor, apply
+    from ._lift import apply  # (the Tensor layer's, once it is loaded)
+    from ._lift import tensor_type as Tensor
 
     op = xlogy if name == "xlogy" else xlog1py
     if type(x) is Tensor or type(y) is Tensor:
-        ans: Any = apply(op, name, x, y)
+        ans: Any = apply(op, name, x, y)  # type: ignore[misc]
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             logged = np.log(y) if name == "xlogy" else np.log1p(y)
@@ -519,10 +521,11 @@ def betaln(a: Any, b: Any) -> tuple[Any, Any]:
     >>> betaln(np.array(1e10), np.array(1.0))[0].round(10)
     np.float64(-23.0258509299)
     """
-    from ..core.tensor import Tensor, apply
+    from ._lift import apply  # (the Tensor layer's, once it is loaded)
+    from ._lift import tensor_type as Tensor
 
     if type(a) is Tensor or type(b) is Tensor:
-        ans: Any = apply(betaln, "betaln", a, b)
+        ans: Any = apply(betaln, "betaln", a, b)  # type: ignore[misc]
     else:
         dtype = np.result_type(getattr(a, "dtype", np.float64), getattr(b, "dtype", np.float64))
         if dtype.kind == "f" and dtype.itemsize < 8:  # computed in float64, given back narrow

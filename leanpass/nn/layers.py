@@ -17,13 +17,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..core.tensor import ArrayLike, Tensor, _linear
-from ..core.tree import register_pytree
+from ..core.tree import register_pytree, set_child_names
 from ..data import _generator as _check_rng
 from ..functional import _lift
 from ..numpy import basics as ops
 from ..numpy.basics import gelu, leaky_relu, relu, sigmoid, softplus, tanh
 from .init import _initialiser, zeros
-from .module import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
+from .module import DTypeLike, Module, _as_input, _dynamic_fields, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
 
 __all__ = ["Linear", "MLP", "Sequential", "Embedding", "LayerNorm", "Dropout", "dropout",
            "relu", "tanh", "sigmoid", "gelu", "leaky_relu", "softplus", "identity", "ACTIVATIONS"]
@@ -257,6 +257,16 @@ def _unflatten_sequential(meta: Any, children: list[Any]) -> Sequential:
 
 
 register_pytree(Sequential, _flatten_sequential, _unflatten_sequential)
+
+
+def _child_names(cls: type, n: int) -> list[str] | None:
+    """A module's children as error messages name them (``.weight``): see ``core.tree.set_child_names``."""
+    if isinstance(cls, type) and issubclass(cls, Module) and cls is not Sequential:
+        return [f".{name}" for name in _dynamic_fields(cls)]
+    return None
+
+
+set_child_names(_child_names)
 
 
 @dataclass(frozen=True, repr=False, init=False, eq=False)

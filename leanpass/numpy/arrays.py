@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
-from ..core.tensor import ArrayLike, Tensor, _value, apply
+from ..core.tensor import ArrayLike, Tensor, _diagonal, _diagonal_index, _repeat, _value, apply
 from ..functional import _lift
 from .basics import _axis, _tensor, broadcast_to, concatenate, reshape, split, transpose, where
 
@@ -169,12 +169,7 @@ def repeat(a: ArrayLike, repeats: Any, axis: int | None = None) -> Tensor:
     >>> lp.repeat(Tensor([1.0, 2.0]), 2)
     Tensor([1., 1., 2., 2.])
     """
-    x = _tensor(a)
-    if axis is None:
-        x, axis = reshape(x, (-1,)), 0
-    ax = _axis(axis, np.ndim(_value(x)), "repeat")
-    index = np.repeat(np.arange(_shape(x)[ax]), np.asarray(_value(repeats)))
-    return x[(slice(None),) * ax + (index,)]
+    return _repeat(_tensor(a), repeats, axis)
 
 
 def tile(A: ArrayLike, reps: Any) -> Tensor:  # noqa: N803 - NumPy's name
@@ -389,12 +384,6 @@ def triu(m: ArrayLike, k: int = 0) -> Tensor:
     return where(np.tri(shape[-2], shape[-1], k - 1, dtype=bool), 0.0, _tensor(m))
 
 
-def _diagonal_index(n1: int, n2: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
-    size = max(0, min(n1 - max(-offset, 0), n2 - max(offset, 0)))
-    steps = np.arange(size)
-    return steps + max(-offset, 0), steps + max(offset, 0)
-
-
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """The diagonal ``offset`` above the main one, in the plane of ``axis1`` and ``axis2``; it becomes
     the last axis, as ``np.diagonal``.
@@ -402,14 +391,7 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> T
     >>> lp.diagonal(Tensor([[1.0, 2.0], [3.0, 4.0]]), 1)
     Tensor([2.])
     """
-    nd = np.ndim(_value(a))
-    if nd < 2:
-        raise ValueError("diagonal: the input must have at least two axes")
-    a1, a2 = _axes((axis1, axis2), nd, "diagonal")
-    x = moveaxis(a, (a1, a2), (-2, -1))
-    n1, n2 = _shape(x)[-2:]
-    rows, cols = _diagonal_index(n1, n2, offset)
-    return x[..., rows, cols]
+    return _diagonal(_tensor(a), offset, axis1, axis2)
 
 
 def diag(v: ArrayLike, k: int = 0) -> Tensor:

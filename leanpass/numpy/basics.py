@@ -15,11 +15,13 @@ from ..core.tensor import (
     ArrayLike,
     Tensor,
     _astype,
+    _axis,
     _axis_not_dim,
     _binary,
     _const,
     _linear,
     _shape_arg,
+    _take,
     _unary,
     _value,
     apply,
@@ -501,13 +503,6 @@ def split(x: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Tensor]
     return [t[lead + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _axis(axis: int, ndim: int, name: str) -> int:
-    """``axis`` as a non-negative index, with an error naming the op when it is out of range."""
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(f"{name}: axis {axis} is out of range for a Tensor with {ndim} axes")
-    return axis % ndim
-
-
 def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
     """Pick elements (``axis=None``: of the flattened ``x``) or slices along ``axis``: an embedding lookup.
 
@@ -517,14 +512,7 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Tensor:
     Tensor([[3., 4.],
             [3., 4.]])
     """
-    t = _as_tensor(x)
-    idx = _value(indices)
-    idx = idx if isinstance(idx, _lift.RAW) else np.asarray(idx)
-    if idx.dtype.kind not in "iu":
-        raise TypeError(f"take: indices must be integers, got dtype {idx.dtype}; use x[mask] for a boolean mask")
-    if axis is None:
-        return t.reshape(-1)[idx]
-    return t[(slice(None),) * _axis(axis, t.ndim, "take") + (idx,)]
+    return _take(_as_tensor(x), indices, axis)
 
 
 def einsum(*args: Any) -> Tensor:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
+from ..core import tensor as _tensor
 from ..core.tensor import Tensor, _value
 from . import arrays as ops_arrays
 from . import basics as ops
@@ -525,13 +526,4 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     return impl(*args, **kwargs)
 
 
-def _install() -> None:
-    """Make Tensor's ``__array_ufunc__`` / ``__array_function__`` route through this module."""
-    import sys
-
-    from ..core import tensor
-
-    tensor._numpy_dispatch = sys.modules[__name__]
-
-
-_install()
+_tensor.set_numpy_dispatch(array_ufunc, array_function)  # Tensor's __array_ufunc__ / __array_function__

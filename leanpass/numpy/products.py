@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import ArrayLike, Tensor, _value
+from ..core.tensor import ArrayLike, Tensor, _dot, _value
 from .arrays import moveaxis
 from .basics import _axis, _tensor, einsum, matmul, multiply, reshape, stack
 
@@ -32,13 +32,7 @@ def dot(a: ArrayLike, b: ArrayLike) -> Tensor:
     >>> lp.dot(Tensor(np.ones((2, 3, 4))), Tensor(np.ones((5, 4, 6)))).shape
     (2, 3, 5, 6)
     """
-    a, b = _tensor(a), _tensor(b)
-    na, nb = _nd(a), _nd(b)
-    if na == 0 or nb == 0:
-        return multiply(a, b)
-    if na <= 2 and nb <= 2 or nb == 1:
-        return matmul(a, b)
-    return tensordot(a, b, ([na - 1], [nb - 2]))
+    return _dot(_tensor(a), _tensor(b))
 
 
 def vdot(a: ArrayLike, b: ArrayLike) -> Tensor:

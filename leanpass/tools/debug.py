@@ -43,9 +43,8 @@ def debug_nans() -> Iterator[None]:
       ...
     FloatingPointError: debug_nans: the VJP of op '*' made a NaN in the backward pass ...
     """
-    _tensor._no_grad_entered = 1  # the recorders take their slow path from now on
-    _tensor._debug_nans += 1
+    _tensor.debug_nans_enter()
     try:
         yield
     finally:
-        _tensor._debug_nans -= 1
+        _tensor.debug_nans_exit()

@@ -50,7 +50,7 @@ from ..core.tensor import (
     _node,
     _shapes,
 )
-from ..core.tree import _first_difference, tree_flatten, tree_unflatten
+from ..core.tree import _first_difference, leaf_paths, tree_flatten, tree_unflatten
 from ..functional import TRANSPOSED
 from .reverse import _split_aux, _Traced
 
@@ -316,8 +316,8 @@ def _start(frame: _Frame) -> Any:
     token = _frames.set((*_frames.get(), frame))
     with _running_lock:
         _running += 1
-        _tensor._forward_hook = _record
-        _tensor._no_grad_entered = 1  # the recorders take their slow path (which calls the hook) from now on
+        _tensor.take_slow_path()  # the recorders take their slow path (which calls the hook) from now on
+        _tensor.set_forward_hook(_record)
     return token
 
 
@@ -327,7 +327,7 @@ def _stop(token: Any) -> None:
     with _running_lock:
         _running -= 1
         if not _running:
-            _tensor._forward_hook = None
+            _tensor.set_forward_hook(None)
 
 
 def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...]) -> Tensor:
@@ -481,9 +481,7 @@ def _check_tied(first: tuple[Any, int, int], then: tuple[Any, int, int], primals
     except (TypeError, ValueError):  # values not known here (a stand-in of vmap or jit)
         same = False
     if not same:
-        from ..optim import _leaf_paths  # (the error path only)
-
-        where = [f"primals[{i}]{_leaf_paths(tree_flatten(primals[i])[1])[j].replace('<root>', '')}"
+        where = [f"primals[{i}]{leaf_paths(tree_flatten(primals[i])[1])[j].replace('<root>', '')}"
                  for _, i, j in (first, then)]
         raise ValueError(
             f"jvp: {where[0]} and {where[1]} are the same Tensor (tied weights: one variable), but the "

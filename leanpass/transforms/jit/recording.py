@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ...core import tensor as _tensor_module
 from ...core.tensor import Tensor
 from ...functional import _lift
 
@@ -676,5 +675,4 @@ _SPREAD = 4
 
 # Stand-ins are raw arrays to the layers above: Tensors take them as constants, and the rules'
 # raw-array paths take them like ndarrays.
-setattr(_tensor_module, "_PLAIN", (*_tensor_module._PLAIN, TracedArray))  # noqa: B010 - (a tuple of another type)
-_lift.RAW = (*_lift.RAW, TracedArray)
+_lift.register_array_type(TracedArray)

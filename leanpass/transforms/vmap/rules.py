@@ -20,8 +20,7 @@ import numpy as np
 from numpy._globals import _NoValue  # (np._NoValue, which NumPy 1.x's stubs do not declare)
 
 from ...functional.linalg import rhs_is_vector
-from .batching import (
-    RULES,
+from .batched import (
     Batched,
     Level,
     _align,
@@ -35,6 +34,7 @@ from .batching import (
     _ndim,
     _spread,
     _spread_like,
+    register,
 )
 
 _f: Any  # (the loop variables of the registrations below)
@@ -42,12 +42,12 @@ _call: Any
 
 
 def _rule(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def register(rule: Callable[..., Any]) -> Callable[..., Any]:
+    def add(rule: Callable[..., Any]) -> Callable[..., Any]:
         for f in funcs:
-            RULES[f] = rule
+            register(f, rule)
         return rule
 
-    return register
+    return add
 
 
 def _no_out(func: Any, kwargs: dict[str, Any]) -> None:
@@ -70,7 +70,7 @@ def _elementwise(func: Any) -> Callable[..., Any]:
 
 
 for _f in (np.clip, np.isclose, np.nan_to_num, np.round, np.around, np.real, np.copy, np.fix, np.sinc):
-    RULES[_f] = _elementwise(_f)
+    register(_f, _elementwise(_f))
 
 
 @_rule(np.where)
@@ -129,17 +129,17 @@ def _reduction(func: Any, flat_none: bool = False, default: Any = None, call: An
 
 for _f, _call in ((np.sum, np.add.reduce), (np.prod, np.multiply.reduce), (np.max, np.maximum.reduce),
                  (np.min, np.minimum.reduce), (np.amax, np.maximum.reduce), (np.amin, np.minimum.reduce)):
-    RULES[_f] = _reduction(_f, call=_call)
+    register(_f, _reduction(_f, call=_call))
 for _f in (np.mean, np.any, np.all, np.std, np.var, np.ptp,
            np.nansum, np.nanmean, np.nanprod, np.nanmax, np.nanmin, np.nanstd, np.nanvar, np.median,
            np.nanmedian, np.count_nonzero):
-    RULES[_f] = _reduction(_f)
+    register(_f, _reduction(_f))
 if hasattr(np.linalg, "vector_norm"):  # (NumPy >= 2)
-    RULES[np.linalg.vector_norm] = _reduction(np.linalg.vector_norm)
+    register(np.linalg.vector_norm, _reduction(np.linalg.vector_norm))
 for _f in (np.argmax, np.argmin, np.nanargmax, np.nanargmin, np.cumsum, np.cumprod, np.nancumsum, np.nancumprod):
-    RULES[_f] = _reduction(_f, flat_none=True)
+    register(_f, _reduction(_f, flat_none=True))
 for _f in (np.sort, np.argsort):
-    RULES[_f] = _reduction(_f, flat_none=True, default=-1)
+    register(_f, _reduction(_f, flat_none=True, default=-1))
 
 
 def _partition_rule(func: Any) -> Callable[..., Any]:
@@ -156,8 +156,8 @@ def _partition_rule(func: Any) -> Callable[..., Any]:
     return rule
 
 
-RULES[np.partition] = _partition_rule(np.partition)
-RULES[np.argpartition] = _partition_rule(np.argpartition)
+register(np.partition, _partition_rule(np.partition))
+register(np.argpartition, _partition_rule(np.argpartition))
 
 
 @_rule(np.diff)
@@ -237,7 +237,7 @@ def _transpose(lvl: Level, a: Any, axes: Any = None) -> Any:
 
 
 if hasattr(np, "permute_dims"):  # (NumPy >= 2)
-    RULES[np.permute_dims] = _transpose
+    register(np.permute_dims, _transpose)
 
 
 @_rule(np.swapaxes)
@@ -304,9 +304,9 @@ def _atleast_rule(k: int) -> Callable[..., Any]:
     return rule
 
 
-RULES[np.atleast_1d] = _atleast_rule(1)
-RULES[np.atleast_2d] = _atleast_rule(2)
-RULES[np.atleast_3d] = _atleast_rule(3)
+register(np.atleast_1d, _atleast_rule(1))
+register(np.atleast_2d, _atleast_rule(2))
+register(np.atleast_3d, _atleast_rule(3))
 
 
 def _joined(lvl: Level, arrays: Any) -> tuple[list[Any], int]:
@@ -354,8 +354,8 @@ def _split_rule(func: Any) -> Callable[..., Any]:
     return rule
 
 
-RULES[np.split] = _split_rule(np.split)
-RULES[np.array_split] = _split_rule(np.array_split)
+register(np.split, _split_rule(np.split))
+register(np.array_split, _split_rule(np.array_split))
 
 
 @_rule(np.tile)
@@ -422,8 +422,8 @@ def _triangle(func: Any) -> Callable[..., Any]:
     return rule
 
 
-RULES[np.tril] = _triangle(np.tril)
-RULES[np.triu] = _triangle(np.triu)
+register(np.tril, _triangle(np.tril))
+register(np.triu, _triangle(np.triu))
 
 
 @_rule(np.pad)
@@ -480,7 +480,7 @@ def _like_rule(func: Any) -> Callable[..., Any]:
 
 
 for _f in (np.zeros_like, np.ones_like, np.empty_like, np.full_like):
-    RULES[_f] = _like_rule(_f if _f is not np.empty_like else np.zeros_like)
+    register(_f, _like_rule(_f if _f is not np.empty_like else np.zeros_like))
 
 
 @_rule(np.copyto)
@@ -510,8 +510,8 @@ def _all_of(func: Any) -> Callable[..., Any]:
     return rule
 
 
-RULES[np.allclose] = _all_of(np.allclose)
-RULES[np.array_equal] = _all_of(np.array_equal)
+register(np.allclose, _all_of(np.allclose))
+register(np.array_equal, _all_of(np.array_equal))
 
 
 def _refuse(what: str) -> Callable[..., Any]:
@@ -522,7 +522,7 @@ def _refuse(what: str) -> Callable[..., Any]:
 
 
 for _f in (np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.extract, np.compress, np.trim_zeros):
-    RULES[_f] = _refuse(_name(_f))
+    register(_f, _refuse(_name(_f)))
 
 
 # ----- products --------------------------------------------------------------------------------------
@@ -651,7 +651,7 @@ def _stacked(func: Any) -> Callable[..., Any]:
 
 for _f in (np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky, np.linalg.eigh, np.linalg.eigvalsh,
            np.linalg.svd, np.linalg.qr, np.linalg.pinv, np.linalg.matrix_power, np.linalg.eigvals, np.linalg.eig):
-    RULES[_f] = _stacked(_f)
+    register(_f, _stacked(_f))
 
 
 @_rule(np.linalg.solve)
@@ -687,6 +687,6 @@ def _matrix_transpose(lvl: Level, x: Any) -> Any:
 # (NumPy >= 2 has them; a rule is registered under a function's own name only, never under another's)
 for _f in (getattr(np.linalg, "matrix_transpose", None), getattr(np, "matrix_transpose", None)):
     if _f is not None:
-        RULES[_f] = _matrix_transpose
+        register(_f, _matrix_transpose)
 
 
