@@ -36,7 +36,7 @@ import bench_mlp  # noqa: E402
 
 import leanpass as lp  # noqa: E402
 from leanpass import losses, optim  # noqa: E402
-from leanpass.transforms.reverse import _one, _Traced  # noqa: E402  (value_and_grad's two halves)
+from leanpass.transforms.reverse import _Call, _one  # noqa: E402  (value_and_grad's two halves)
 
 PARTS = ("forward", "backward", "update", "apply")
 
@@ -54,7 +54,7 @@ def leanpass_parts(model: Any, x: np.ndarray, y: np.ndarray) -> tuple[Callable[[
     def step() -> list[float]:
         m, s = state
         t0 = clock()
-        traced = _Traced(loss_fn, (m, x, y), {}, 0, "grad")
+        traced = _Call(loss_fn, (m, x, y), {}, 0, "grad")
         t1 = clock()
         grads = traced.pull_back([traced.out], [seed])
         t2 = clock()

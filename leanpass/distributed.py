@@ -298,7 +298,7 @@ def _world_for(comm: Any) -> _World:
 def _leaf_array(x: Any, where: str, treedef: TreeDef, i: int) -> np.ndarray:
     """The raw values of leaf ``i`` (a Tensor's own array, never a copy)."""
     if type(x) is Tensor:
-        if x._trace > 1 or (x._trace == 1 and x._op != "leaf"):
+        if x._marks > 1 or (x._marks == 1 and x._op != "leaf"):
             raise TypeError(
                 f"{where}: the leaf {_layout(treedef)[1][i]} is a Tensor that is being differentiated; {where} is not "
                 "differentiable. Call it on the gradients (the result of lp.grad, or optim.collect_grads "
@@ -325,7 +325,7 @@ def _rebuild(like: Any, values: np.ndarray) -> Any:
     """``values`` as a leaf of the kind ``like`` was (a Tensor keeps requires_grad)."""
     if type(like) is Tensor:
         values.flags.writeable = False
-        return _const(values, 1, _next_seq()) if like._trace else _const(values)
+        return _const(values, 1, _next_seq()) if like._marks else _const(values)
     if isinstance(like, np.ndarray):
         return values
     if isinstance(like, np.generic):
@@ -471,7 +471,7 @@ class _Flat:
         self.leaves, self.treedef = tree_flatten(tree)
         arrays = []
         for i, x in enumerate(self.leaves):  # the usual leaves first: a gradient Tensor, an array
-            if type(x) is Tensor and not x._trace and type(x._data) is np.ndarray:
+            if type(x) is Tensor and not x._marks and type(x._data) is np.ndarray:
                 arrays.append(x._data)
             elif type(x) is np.ndarray:
                 arrays.append(x)
@@ -492,7 +492,7 @@ class _Flat:
     def rebuild(self, arrays: list[Any]) -> Any:
         built = []
         for x, a in zip(self.leaves, arrays):
-            if type(x) is Tensor and not x._trace:  # (a gradient: _rebuild's first case, inline)
+            if type(x) is Tensor and not x._marks:  # (a gradient: _rebuild's first case, inline)
                 a.flags.writeable = False
                 built.append(_const(a))
             else:

@@ -308,7 +308,7 @@ def test_stop_gradient_of_a_pytree_stops_every_leaf_and_keeps_the_structure() ->
     stopped = lp.stop_gradient(p)
     assert lp.tree_flatten(stopped)[1] == lp.tree_flatten(p)[1]
     for got, want in zip(lp.tree_flatten(stopped)[0], lp.tree_flatten(p)[0]):
-        assert isinstance(got, lp.Tensor) and got._trace == 0
+        assert isinstance(got, lp.Tensor) and got._marks == 0
         np.testing.assert_array_equal(got.numpy(), _raw(want))
 
     def f(p: Any) -> Any:  # each leaf times its stopped self: the gradient is the leaf's value
@@ -324,7 +324,7 @@ def test_stop_gradient_of_a_pytree_stops_every_leaf_and_keeps_the_structure() ->
     assert lp.stop_gradient([1.0, 2.0]).shape == (2,)
     model = nn.Linear(2, 3, rng=0)
     frozen = lp.stop_gradient(model)
-    assert type(frozen) is nn.Linear and all(leaf._trace == 0 for leaf in lp.tree_flatten(frozen)[0])
+    assert type(frozen) is nn.Linear and all(leaf._marks == 0 for leaf in lp.tree_flatten(frozen)[0])
     # and under vmap, on arrays and Tensors alike
     xs = np.arange(6.0).reshape(3, 2)
     out = lp.vmap(lambda x: lp.stop_gradient({"a": x, "b": (x * 2.0,)})["b"][0])(xs)

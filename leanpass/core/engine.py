@@ -4,7 +4,7 @@ The pass walks the graph from its roots in reverse creation order (a max-heap on
 sequence number), so every node's cotangent is complete before its VJP runs. Leaves have no
 VJP to wait for, so their cotangents are added up as they come; a run of nodes with a single
 differentiated non-leaf input (a chain, or a layer stack whose other inputs are parameters)
-skips the heap too. It visits only nodes whose trace has a bit of ``mask`` (the nodes that
+skips the heap too. It visits only nodes whose marks have a bit of ``mask`` (the nodes that
 depend on the inputs being differentiated), frees each cotangent as soon as it is passed on,
 and never recurses.
 
@@ -45,11 +45,11 @@ def set_cotangent_hook(fn: Callable[[Any, Any, int], Any]) -> None:
 # How many transformed functions (or recorded pull-backs) enclose the current code: inside
 # one, a transform's results must stay differentiable for the outer one (a recorded pass).
 _depth: ContextVar[int] = ContextVar("leanpass_transform_depth", default=0)
-# How many trace bits are in use: by the enclosing transforms, and by the pull-back that is
+# How many marks are in use: by the enclosing transforms, and by the pull-back that is
 # running (whose rules may call transforms of their own, e.g. a custom op's VJP). A new
 # transform takes the next bit, so it never shares one with a graph that is still live.
-_level: ContextVar[int] = ContextVar("leanpass_trace_level", default=0)
-# While the forward of an op of the user's (``apply``) runs inside transforms: the trace bits of
+_level: ContextVar[int] = ContextVar("leanpass_level", default=0)
+# While the forward of an op of the user's (``apply``) runs inside transforms: the marks of
 # their graphs (0 otherwise). See ``run_forward``.
 _outside: ContextVar[int] = ContextVar("leanpass_outside_op", default=0)
 
@@ -62,7 +62,7 @@ def reverse_pass(
     The inputs are the leaves (nodes with no VJP) and a transform's inputs that are linked to
     an outer graph (``identity`` nodes whose parent is not differentiated by this pass, or was
     made before ``start``, when the transform's inputs were: a value that an earlier transform
-    of the same nesting level returned carries that transform's trace bit, which is this one's).
+    of the same nesting level returned carries that transform's mark, which is this one's).
     """
     nodes: dict[int, Tensor] = {}  # seq -> node waiting for its VJP
     grads: dict[int, Any] = {}  # seq -> its cotangent so far
@@ -83,7 +83,7 @@ def reverse_pass(
             node = nodes.pop(s)
             g = grads.pop(s)
         vjp = node._vjp
-        if vjp is None or (vjp is _pass_through and (not node._a._trace & mask or node._a._seq < start)):
+        if vjp is None or (vjp is _pass_through and (not node._a._marks & mask or node._a._seq < start)):
             hit = leaves.get(node._seq)  # (a root that is a leaf may also be reached below)
             leaves[node._seq] = (node, g) if hit is None else (node, hit[1] + g)
             node = None
@@ -96,7 +96,7 @@ def reverse_pass(
             p = node._a
             if not heap and type(p) is Tensor and p._vjp is not None:
                 c = cts[0]
-                if c is not None and p._trace & mask:
+                if c is not None and p._marks & mask:
                     if _batching is not None and type(c) is not np.ndarray:
                         c = _batching(c, p, mask)
                     node = p
@@ -107,7 +107,7 @@ def reverse_pass(
             parents = (node._a, b) + node._rest
         chain: Any = None
         for p, c in zip(parents, cts):
-            if c is None or type(p) is not Tensor or not p._trace & mask:
+            if c is None or type(p) is not Tensor or not p._marks & mask:
                 continue  # a constant, or an input this pass does not differentiate
             if _batching is not None and type(c) is not np.ndarray:  # (vmap is in use: per-example
                 c = _batching(c, p, mask)  # cotangents, or a recorded pass's Tensors, meet shared inputs)
@@ -154,7 +154,7 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
     try:
         with _grad_enabled():
             if rec is not None and rec.need:
-                need = tuple(type(p) is Tensor and p._trace & mask != 0 for p in parents)
+                need = tuple(type(p) is Tensor and p._marks & mask != 0 for p in parents)
                 _, replayed = fn(*parents, need=need)
             else:
                 _, replayed = fn(*parents)
@@ -166,7 +166,7 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
 
 def backward(t: Tensor, cotangent: Any = None, create_graph: bool = False) -> None:
     """``Tensor.backward``: accumulate gradients into ``.grad`` of the leaves requiring grad."""
-    if not t._trace:
+    if not t._marks:
         raise RuntimeError(
             "backward(): this Tensor does not require grad, so there is nothing to "
             "differentiate. None of the Tensors it was computed from has requires_grad=True "
@@ -245,14 +245,14 @@ def run_forward(fn: Any, name: str, raw: list[Any]) -> Any:
         out, vjp = fn(*raw)
     else:
         depth = _depth.set(0)
-        outside = _outside.set((2 << _level.get()) - 1)  # the trace bits of the graphs that enclose the op
+        outside = _outside.set((2 << _level.get()) - 1)  # the marks of the graphs that enclose the op
         try:
             out, vjp = fn(*raw)
         finally:
             _outside.reset(outside)
             _depth.reset(depth)
     if type(out) is Tensor:  # (a transform's result, say: a constant unless it reaches those graphs)
-        if out._trace & ((2 << _level.get()) - 1):
+        if out._marks & ((2 << _level.get()) - 1):
             raise TypeError(
                 f"apply: the forward of op {name!r} returned a Tensor that depends on a Tensor being "
                 "differentiated outside the op (closed over by the forward): the op's VJP gives no gradient "
@@ -268,7 +268,7 @@ def check_outside(out: Any, where: str) -> None:
     user's whose forward calls the transform (see ``run_forward``)."""
     outside = _outside.get()
     for leaf in tree_flatten(out)[0]:
-        if type(leaf) is Tensor and leaf._trace & outside:
+        if type(leaf) is Tensor and leaf._marks & outside:
             raise TypeError(
                 f"{where} inside the forward of an op recorded with apply reached a Tensor being "
                 "differentiated outside the op (closed over by the forward): the op's VJP gives no "

@@ -6,8 +6,9 @@ the node of the graph that made it: ``_op`` (the op's name in ``functional.OPS``
 was called with; kept in the slots ``_a``, ``_b`` and ``_rest`` rather than a tuple per node)
 and ``_vjp`` (the op's rule, bound to the raw arrays it saved).
 
-``_trace`` is a bit mask saying which differentiations a Tensor takes part in: bit 0 for
-``requires_grad`` leaves (``.backward()``), one higher bit per nested ``grad``/``vjp`` transform.
+``_marks`` is a bit mask saying which differentiations a Tensor takes part in (its marks): bit 0
+for ``requires_grad`` leaves (``.backward()``), one higher bit per nesting level of the transforms
+that differentiate (``grad``, ``vjp``, ``jvp``, ...).
 It is 0 for a constant, so recording costs nothing when no gradient is wanted.
 """
 
@@ -32,7 +33,7 @@ from ..functional._registry import REGISTRY as _REGISTRY
 from ..functional._registry import load_all, refuse_batched
 from .tree import tree_flatten, tree_unflatten
 
-# Which trace bits may record right now: -1 (all) normally, 0 inside ``no_grad()``.
+# Which marks may record right now: -1 (all) normally, 0 inside ``no_grad()``.
 _grad_mask: ContextVar[int] = ContextVar("leanpass_grad_mask", default=-1)
 _mask_get = _grad_mask.get
 _next_seq = itertools.count(1).__next__  # creation order: the reverse pass runs in its reverse
@@ -70,15 +71,15 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
     def record(self: Any, other: Any) -> Tensor:
         if type(other) is Tensor:
             od = other._data
-            to = other._trace
+            to = other._marks
         elif type(other) in _NUMBER:
             od = other
             to = 0
         else:
             od = _plain(other, name)
             to = 0
-        ts = self._trace
-        trace = ts | to
+        ts = self._marks
+        marks = ts | to
         try:
             if reflected:
                 out, vjp = fn(od, self._data, (_BOTH if ts else _FIRST) if to else (_SECOND if ts else _NEITHER))
@@ -86,14 +87,14 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
                 out, vjp = fn(self._data, od, (_BOTH if to else _FIRST) if ts else (_SECOND if to else _NEITHER))
         except ValueError as e:
             raise _shape_error(name, self._data, od, reflected, e) from None
-        if trace and _no_grad_entered:  # (the slow path: no_grad(), debug_nans() or jvp was entered)
-            return _recorded(name, out, vjp, trace, (other, self) if reflected else (self, other))
-        if not trace:
+        if marks and _no_grad_entered:  # (the slow path: no_grad(), debug_nans() or jvp was entered)
+            return _recorded(name, out, vjp, marks, (other, self) if reflected else (self, other))
+        if not marks:
             return _const(out)
         node: Any = _Building()
         node._data = out
         node._grad = None
-        node._trace = trace
+        node._marks = marks
         node._op = name
         if reflected:
             node._a = other
@@ -115,14 +116,14 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
 def _linear(x: Any, w: Any, b: Any) -> Tensor:
     """Record ``x @ w + b`` (op ``"linear"``), each input a Tensor or a plain array: a dense
     layer's one node. Its own recorder, like the binary ops' (``apply`` costs a third more)."""
-    xd, tx = (x._data, x._trace) if type(x) is Tensor else (_plain(x, "linear"), 0)
-    wd, tw = (w._data, w._trace) if type(w) is Tensor else (_plain(w, "linear"), 0)
-    bd, tb = (b._data, b._trace) if type(b) is Tensor else (_plain(b, "linear"), 0)
-    trace = tx | tw | tb
+    xd, tx = (x._data, x._marks) if type(x) is Tensor else (_plain(x, "linear"), 0)
+    wd, tw = (w._data, w._marks) if type(w) is Tensor else (_plain(w, "linear"), 0)
+    bd, tb = (b._data, b._marks) if type(b) is Tensor else (_plain(b, "linear"), 0)
+    marks = tx | tw | tb
     out, vjp = F.linear(xd, wd, bd, (tx != 0, tw != 0, tb != 0))
-    if trace and _no_grad_entered:
-        return _recorded("linear", out, vjp, trace, (x, w, b))
-    return _node(out, trace, "linear", (x, w, b), vjp) if trace else _const(out)
+    if marks and _no_grad_entered:
+        return _recorded("linear", out, vjp, marks, (x, w, b))
+    return _node(out, marks, "linear", (x, w, b), vjp) if marks else _const(out)
 
 
 def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
@@ -131,19 +132,19 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
     def record(x: Any) -> Tensor:
         if type(x) is Tensor:
             xd = x._data
-            trace = x._trace
+            marks = x._marks
         else:
             xd = _plain(x, name)
-            trace = 0
+            marks = 0
         out, vjp = fn(xd)
-        if trace and _no_grad_entered:
-            return _recorded(name, out, vjp, trace, (x,))
-        if not trace:
+        if marks and _no_grad_entered:
+            return _recorded(name, out, vjp, marks, (x,))
+        if not marks:
             return _const(out)
         node: Any = _Building()
         node._data = out
         node._grad = None
-        node._trace = trace
+        node._marks = marks
         node._op = name
         node._a = x
         node._b = _ABSENT
@@ -173,9 +174,9 @@ class Tensor:
     """
 
     # Slots, not a __dict__: a graph node is then one small object for the garbage collector.
-    __slots__ = ("_data", "_trace", "_op", "_a", "_b", "_rest", "_vjp", "_seq", "_grad", "_tangent", "__weakref__")
+    __slots__ = ("_data", "_marks", "_op", "_a", "_b", "_rest", "_vjp", "_seq", "_grad", "_tangent", "__weakref__")
     _data: Any
-    _trace: int
+    _marks: int
     _op: str
     # The parents, without a tuple per node (one object fewer for the garbage collector to track):
     # the first two inputs, then any others. ``_parents`` puts them back together.
@@ -188,7 +189,7 @@ class Tensor:
     _tangent: Any  # set only on a node made inside a jvp: its tangent there (see leanpass.forward)
 
     def __init__(self, data: ArrayLike, requires_grad: bool = False, dtype: Any = None) -> None:
-        if type(data) is Tensor and data._trace:
+        if type(data) is Tensor and data._marks:
             raise TypeError(
                 "Tensor(t): t is being differentiated, and a new Tensor made from it would be a "
                 "constant that silently drops its gradient. Use t itself (or t.astype(dtype)); for "
@@ -237,7 +238,7 @@ class Tensor:
         >>> Tensor([1.0, 2.0], requires_grad=True).data
         array([1., 2.])
         """
-        if self._trace > 1:
+        if self._marks > 1:
             raise _escape(self, "t.data")
         d = self._data
         if not isinstance(d, np.ndarray):
@@ -254,7 +255,7 @@ class Tensor:
         >>> Tensor([1.0, 2.0]).numpy()
         array([1., 2.])
         """
-        if self._trace:
+        if self._marks:
             raise _escape(self, "t.numpy()")
         return self.data
 
@@ -268,7 +269,7 @@ class Tensor:
         >>> Tensor([[2.5]]).item()
         2.5
         """
-        if self._trace > 1:
+        if self._marks > 1:
             raise _escape(self, "t.item()")
         return self._data.item()
 
@@ -278,7 +279,7 @@ class Tensor:
         >>> Tensor([1.0, 2.0]).tolist()
         [1.0, 2.0]
         """
-        if self._trace > 1:
+        if self._marks > 1:
             raise _escape(self, "t.tolist()")
         return np.asarray(self._data).tolist()
 
@@ -296,7 +297,7 @@ class Tensor:
     @property
     def requires_grad(self) -> bool:
         """True when this Tensor is part of a graph that gradients flow through."""
-        return self._trace != 0
+        return self._marks != 0
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -329,7 +330,7 @@ class Tensor:
     def __reduce__(self) -> tuple[Any, ...]:
         # copy, deepcopy and pickle give a new leaf with the same values (the graph is not copied),
         # as PyTorch does for a leaf; a computed Tensor on a graph would lose its history
-        if self._trace > 1 or (self._trace and self._op != "leaf"):
+        if self._marks > 1 or (self._marks and self._op != "leaf"):
             raise _escape(self, "copy / deepcopy / pickle")
         return (Tensor, (np.asarray(self._data), self.requires_grad))
 
@@ -344,7 +345,7 @@ class Tensor:
             return f"Tensor({self._data!r})"
         body = np.array2string(np.asarray(self._data), separator=", ", prefix="Tensor(")
         extra = "" if self.dtype == np.float64 else f", dtype={self.dtype}"
-        if self._trace:
+        if self._marks:
             extra += ", requires_grad=True"
         if self._op != "leaf":
             extra += f", op={self._op!r}"
@@ -374,7 +375,7 @@ class Tensor:
         )
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        if self._trace:
+        if self._marks:
             raise _escape(self, "np.asarray(t)")
         arr = self.data
         return arr if dtype is None or dtype == arr.dtype else arr.astype(dtype)
@@ -383,17 +384,17 @@ class Tensor:
         return bool(self._data)
 
     def __float__(self) -> float:
-        if self._trace > 1:
+        if self._marks > 1:
             raise _escape(self, "float(t)")
         return float(self._data)
 
     def __int__(self) -> int:
-        if self._trace > 1:
+        if self._marks > 1:
             raise _escape(self, "int(t)")
         return int(self._data)
 
     def __index__(self) -> int:
-        if self._trace > 1:
+        if self._marks > 1:
             raise _escape(self, "an index")
         return int(np.asarray(self._data).__index__())
 
@@ -662,7 +663,7 @@ class Tensor:
     def _update_in_place(self, sign: str) -> None:
         """``p -= ...`` on a parameter inside ``no_grad()``: refused, with the LeanPass way (see ``__isub__``)."""
         # (outside no_grad() the result is recorded from p, so rebinding the name is what it seems)
-        if self._trace & 1 and self._vjp is None and _no_grad_entered and not _mask_get() & 1:
+        if self._marks & 1 and self._vjp is None and _no_grad_entered and not _mask_get() & 1:
             raise TypeError(
                 f"p {sign}= ... inside no_grad(): this Tensor is a parameter (requires_grad=True), and Tensors "
                 f"are immutable, so {sign}= would only rebind the name to a new constant Tensor, which the model "
@@ -777,20 +778,20 @@ class _Building(Tensor):
     __init__ = object.__init__
 
 
-def _fill(t: Any, data: Any, trace: int, seq: int) -> None:
+def _fill(t: Any, data: Any, marks: int, seq: int) -> None:
     """Write every slot of a new leaf Tensor (``Tensor.__init__`` is frozen; the recorders inline this)."""
-    for name, value in (("_data", data), ("_trace", trace), ("_op", "leaf"), ("_a", _ABSENT), ("_b", _ABSENT),
+    for name, value in (("_data", data), ("_marks", marks), ("_op", "leaf"), ("_a", _ABSENT), ("_b", _ABSENT),
                         ("_rest", ()), ("_vjp", None), ("_seq", seq), ("_grad", None)):
         object.__setattr__(t, name, value)
 
 
 # ----- recording ------------------------------------------------------------------------------
-def _const(out: Any, trace: int = 0, seq: int = 0) -> Tensor:
+def _const(out: Any, marks: int = 0, seq: int = 0) -> Tensor:
     """A leaf Tensor: one that records nothing (a constant, or any result computed under no_grad),
-    or with ``trace`` and ``seq`` given, a new input of a transform."""
+    or with ``marks`` and ``seq`` given, a new input of a transform."""
     t: Any = _Building()
     t._data = out
-    t._trace = trace
+    t._marks = marks
     t._op = "leaf"
     t._a = t._b = _ABSENT
     t._rest = ()
@@ -801,11 +802,11 @@ def _const(out: Any, trace: int = 0, seq: int = 0) -> Tensor:
     return t
 
 
-def _node(out: Any, trace: int, name: str, parents: tuple[Any, ...], vjp: Any) -> Tensor:
+def _node(out: Any, marks: int, name: str, parents: tuple[Any, ...], vjp: Any) -> Tensor:
     """A recorded Tensor: ``out`` made by op ``name`` from ``parents``, pulled back by ``vjp``."""
     t: Any = _Building()
     t._data = out
-    t._trace = trace
+    t._marks = marks
     t._op = name
     n = len(parents)
     t._a = parents[0] if n else _ABSENT
@@ -920,7 +921,7 @@ class ConversionError(TypeError):
 
 def _escape(t: Tensor, what: str) -> ConversionError:
     """The error for ``what`` (``float(t)``, ``np.asarray(t)``, ...) on a Tensor being differentiated."""
-    where = f"is being differentiated ({_transforms_running(t)})" if t._trace > 1 else "requires grad"
+    where = f"is being differentiated ({_transforms_running(t)})" if t._marks > 1 else "requires grad"
     caller = _foreign_caller()
     if caller is not None and caller.startswith("scipy"):
         from .errors import _scipy_hint  # (the error path only: it walks the stack)
@@ -948,7 +949,7 @@ def _escape(t: Tensor, what: str) -> ConversionError:
 
 
 # Frames of LeanPass functions that run a user's function under a transform, by (module, function):
-# a transform's inputs (``_Traced.__init__``, whose ``where`` names it), and vmap's and hvp's wrappers.
+# a transform's inputs (``_Call.__init__``, whose ``where`` names it), and vmap's and hvp's wrappers.
 _WRAPPERS = {("leanpass.transforms.vmap.batching", "mapped"): "vmap",
              ("leanpass.transforms.jacobians", "product"): "hvp"}
 
@@ -966,7 +967,7 @@ def _transforms_running(t: Tensor) -> str:
         code = frame.f_code.co_name
         if module == "leanpass.transforms.reverse" and code == "__init__" and "where" in frame.f_code.co_varnames:
             bit = frame.f_locals.get("bit")
-            if isinstance(bit, int) and t._trace & bit:
+            if isinstance(bit, int) and t._marks & bit:
                 names.append(str(frame.f_locals.get("where")))
         elif (module, code) in _WRAPPERS:
             if code == "product":  # hvp: the jvp and grad it runs are part of it
@@ -1063,14 +1064,14 @@ def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
     """Record a one-input op; ``params`` (axis, exponent, ...) are constants passed after it."""
     if type(x) is Tensor:
         xd = x._data
-        trace = x._trace
+        marks = x._marks
     else:
         xd = _plain(x, name)
-        trace = 0
+        marks = 0
     out, vjp = fn(xd, *params)
-    if trace and _no_grad_entered:
-        return _recorded(name, out, vjp, trace, (x, *params), (x,))
-    return _node(out, trace, name, (x, *params), vjp) if trace else _const(out)
+    if marks and _no_grad_entered:
+        return _recorded(name, out, vjp, marks, (x, *params), (x,))
+    return _node(out, marks, name, (x, *params), vjp) if marks else _const(out)
 
 
 def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
@@ -1085,14 +1086,14 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
     >>> apply(F.exp, "exp", x)._op
     'exp'
     """
-    trace = 0
+    marks = 0
     raw = []
     need = []  # which inputs are differentiated (for the ops that take need=)
     for a in args:  # (a loop, not comprehensions: no call of their own in Python 3.11)
         if type(a) is Tensor:
-            trace |= a._trace
+            marks |= a._marks
             raw.append(a._data)
-            need.append(a._trace != 0)
+            need.append(a._marks != 0)
         else:
             raw.append(a)
             need.append(False)
@@ -1111,11 +1112,11 @@ def apply(fn: Callable[..., Any], name: str, *args: Any) -> Tensor:
         if rec.vmap is not _BATCHED:
             refuse_batched(rec, raw)
         out, vjp = fn(*raw, need=tuple(need)) if rec.need else fn(*raw)
-    if trace and _no_grad_entered:
-        return _recorded(name, out, vjp, trace, args)
-    if not trace:
+    if marks and _no_grad_entered:
+        return _recorded(name, out, vjp, marks, args)
+    if not marks:
         return _const(out)
-    return _node(out, trace, name, args, vjp)
+    return _node(out, marks, name, args, vjp)
 
 
 class CustomVJP:
@@ -1210,7 +1211,7 @@ _in_replay = 0  # > 0 while a create_graph=True backward pass replays rules (ops
 # True while forward mode replays a VJP on a stand-in cotangent to transpose it (``forward.transposed_vjp``):
 # the values there are not the program's, so debug_nans checks the tangent that comes out instead.
 _unchecked: ContextVar[bool] = ContextVar("leanpass_unchecked", default=False)
-# While a jvp runs (in any thread): leanpass.forward's hook, ``hook(name, out, vjp, trace, parents)``,
+# While a jvp runs (in any thread): forward mode's hook, ``hook(name, out, vjp, marks, parents)``,
 # which makes each recorded node with its tangent (None otherwise). jvp sets _no_grad_entered, so
 # that the recorders come here.
 _forward_hook: Any = None
@@ -1230,7 +1231,7 @@ def take_slow_path() -> None:
 
 
 def set_forward_hook(hook: Callable[..., Tensor] | None) -> None:
-    """Forward mode's hook while a ``jvp`` runs: ``hook(name, out, vjp, trace, parents)`` makes each node
+    """Forward mode's hook while a ``jvp`` runs: ``hook(name, out, vjp, marks, parents)`` makes each node
     the recorders' slow path records (with its tangent); None when no jvp runs. Call ``take_slow_path``
     first.
 
@@ -1287,19 +1288,19 @@ def replay_exit() -> None:
     _in_replay -= 1
 
 
-def _recorded(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...],
+def _recorded(name: str, out: Any, vjp: Any, marks: int, parents: tuple[Any, ...],
               inputs: tuple[Any, ...] | None = None) -> Tensor:
     """The recorders' slow path, taken once ``no_grad()``, ``debug_nans()`` or ``jvp`` has been
     entered (in any thread): the node of op ``name``, or a constant inside ``no_grad()``.
     (``inputs``: the parents that debug_nans names, when not all of them.)"""
-    trace &= _mask_get()
-    if not trace:
+    marks &= _mask_get()
+    if not marks:
         return _const(out)
     if _debug_nans and not _unchecked.get():
         vjp = _nan_checked(name, out, vjp, parents if inputs is None else inputs)
     if _forward_hook is not None:
-        return _forward_hook(name, out, vjp, trace, parents)
-    return _node(out, trace, name, parents, vjp)
+        return _forward_hook(name, out, vjp, marks, parents)
+    return _node(out, marks, name, parents, vjp)
 
 
 def _nan_checked(name: str, out: Any, vjp: Any, inputs: tuple[Any, ...]) -> Any:

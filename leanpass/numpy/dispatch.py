@@ -423,7 +423,7 @@ def _in_place(name: str, instead: str) -> Callable[..., Any]:
 
 
 def _copyto(dst: Any, src: Any, casting: Any = "same_kind", where: Any = True) -> None:
-    if type(dst) is Tensor or type(src) is Tensor and src._trace:
+    if type(dst) is Tensor or type(src) is Tensor and src._marks:
         _in_place("np.copyto (which np.full and np.full_like call with a Tensor fill value)",
                   "lp.full(shape, t) or lp.full_like(a, t)")()
     np.copyto(dst, _value(src), casting=casting, where=_value(where))  # a constant's values: a plain copy

@@ -109,7 +109,7 @@ def apply_updates(params: Any, updates: Any) -> Any:
             )
         new = data + u
         if type(p) is Tensor:  # (its array is locked read-only when a user reads it: Tensor.data)
-            out.append(Tensor(new, requires_grad=True) if p._trace else _const(new))
+            out.append(Tensor(new, requires_grad=True) if p._marks else _const(new))
         elif isinstance(p, np.ndarray):
             out.append(new)
         else:

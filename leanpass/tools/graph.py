@@ -79,7 +79,7 @@ def to_dot(tensor: Tensor, names: Mapping[str, Tensor] | None = None, constants:
             lines.append(f'  {me} [label="{title}\\n{text}", shape=box];')
             parents: tuple[Any, ...] = (node._a,) if type(node._b) is _Absent else (node._a, node._b, *node._rest)
         else:
-            style = 'style=filled, fillcolor="#cfe2ff"' if node._trace else "style=dashed"  # parameter / constant
+            style = 'style=filled, fillcolor="#cfe2ff"' if node._marks else "style=dashed"  # parameter / constant
             lines.append(f'  {me} [label="{title}\\n{text}", shape=ellipse, {style}];')
             parents = ()
         for parent in parents:

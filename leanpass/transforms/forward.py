@@ -1,6 +1,6 @@
 """Forward mode: ``jvp``, and the forward sweep that ``jacfwd`` pushes tangents with.
 
-``jvp(f, primals, tangents)`` gives its inputs fresh nodes carrying the trace bit of this nesting
+``jvp(f, primals, tangents)`` gives its inputs fresh nodes carrying the mark of this nesting
 level, as ``vjp`` does, and runs ``f`` once: while it runs, each recorded op whose inputs carry a
 tangent gets the tangent of its output at once, from its inputs' tangents, with the op's
 forward-mode rule (``functional.JVPS``, beside each VJP). The recorders reach this through their
@@ -52,7 +52,7 @@ from ..core.tensor import (
 )
 from ..core.tree import _first_difference, leaf_paths, tree_flatten, tree_unflatten
 from ..functional import TRANSPOSED
-from .reverse import _split_aux, _Traced
+from .reverse import _Call, _split_aux
 
 
 class Sweep:
@@ -60,17 +60,17 @@ class Sweep:
     tangents through, once per input direction (``jacfwd``).
 
     ``on_tensors`` runs the rules on the recorded Tensors (inside another transform), else on
-    their raw arrays; ``level`` is the trace level of the transform that recorded the nodes.
+    their raw arrays; ``level`` is the level of the transform that recorded the nodes.
 
     >>> import leanpass as lp
-    >>> x = lp.Tensor([1.0, 2.0], requires_grad=True)  # trace bit 1
+    >>> x = lp.Tensor([1.0, 2.0], requires_grad=True)  # mark 1
     >>> y = x * x
     >>> Sweep([y], 1, False, 0).push({x._seq: np.array([1.0, 0.5])})[y._seq]
     array([2., 2.])
     """
 
     def __init__(self, roots: Sequence[Any], mask: int, on_tensors: bool, level: int) -> None:
-        self.level = level  # the trace level of the transform whose inputs these are
+        self.level = level  # the level of the transform whose inputs these are
         # Each step holds what its node's rule needs, worked out once for all the pushes: the
         # node's key, its inputs' keys (0, which no tangent has, for a constant or an input this
         # sweep does not follow), the rule, the output and the inputs (raw arrays at the top
@@ -79,7 +79,7 @@ class Sweep:
         # rather than all kept to the end; and the op's name (for debug_nans).
         steps: list[list[Any]] = []
         seen: set[int] = set()
-        stack = [r for r in roots if type(r) is Tensor and r._trace & mask]
+        stack = [r for r in roots if type(r) is Tensor and r._marks & mask]
         while stack:  # (iterative: a graph may be a million nodes deep)
             node = stack.pop()
             s = node._seq
@@ -92,7 +92,7 @@ class Sweep:
             parents = node._parents
             keys = []
             for p in parents:
-                if type(p) is Tensor and p._trace & mask:
+                if type(p) is Tensor and p._marks & mask:
                     keys.append(p._seq)
                     stack.append(p)
                 else:
@@ -124,7 +124,7 @@ class Sweep:
         tangents = dict(seeds)
         get = tangents.get
         pop = tangents.pop
-        # A transform that a rule calls (an op of the user's may) takes a trace bit above this one's.
+        # A transform that a rule calls (an op of the user's may) takes a mark above this one's.
         level = _level.set(max(_level.get(), self.level + 1))
         try:
             self._push(tangents, get, pop)
@@ -185,7 +185,7 @@ def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], 
 
     ``vjp(g)`` is ``J^T g``, linear in ``g``, so ``sum_i <vjp(g)_i, t_i> = <g, J t>``, whose
     gradient in ``g`` is ``J t``, the tangent wanted. So the op and its VJP are replayed on a
-    traced cotangent ``g`` (its value does not matter: zeros), the products with the tangents are
+    recorded cotangent ``g`` (its value does not matter: zeros), the products with the tangents are
     summed, and one reverse pass pulls back to ``g``. It costs a replay of the op and its VJP
     and a pass over what that records: a direct rule in ``functional.JVPS`` is cheaper, and is
     written for every built-in op. Inside another transform everything here is recorded too.
@@ -194,14 +194,14 @@ def transposed_vjp(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], 
     >>> transposed_vjp(F.exp, "exp", (np.array([0.0, 1.0]),), (np.array([2.0, 1.0]),), False)  # t * exp(x)
     array([2.        , 2.71828183])
     """
-    traces = 0
+    marks = 0
     for v in (*parents, *tangents):
         if type(v) is Tensor:
-            traces |= v._trace
+            marks |= v._marks
     # A bit of its own, above those of every live graph and of everything here: the pass below
     # follows g's uses alone, and a transform called by the rule takes a bit above it.
     # A transform that the replayed VJP calls is recorded (it depends on g), as in a replayed pass.
-    level = max(_level.get(), traces.bit_length())
+    level = max(_level.get(), marks.bit_length())
     token = _level.set(level + 1)
     depth = _depth.set(_depth.get() + 1)
     unchecked = _tensor._unchecked.set(True)  # (the replay's values are not the program's: see _check_tangent)
@@ -229,7 +229,7 @@ def _transposed(fn: Callable[..., Any], name: str, parents: tuple[Any, ...], tan
     g = _const(np.zeros(np.shape(data), np.result_type(data)), bit, _next_seq())
     h: Any = None
     for ct, t in zip(vjp(g), tangents):
-        if t is not None and type(ct) is Tensor and ct._trace & bit:
+        if t is not None and type(ct) is Tensor and ct._marks & bit:
             term = (ct * t).sum()
             h = term if h is None else h + term
     if h is None:  # the output does not depend on the inputs followed
@@ -271,7 +271,7 @@ def _checked_rule(name: str, rule: Callable[..., Any], ts: tuple[Any, ...], ans:
 
 
 class _Frame:
-    """One running ``jvp``: its trace bit, and where the tangents of the nodes its function makes go.
+    """One running ``jvp``: its mark, and where the tangents of the nodes its function makes go.
 
     At the top level (``on_tensors`` false) a node's tangent, a raw array, is kept on the node
     itself (``_tangent``), so that it lives as long as the node; a node that only this jvp
@@ -297,7 +297,7 @@ class _Frame:
 
     def tangent(self, x: Any) -> Any:
         """The tangent of ``x`` (None: zero)."""
-        if type(x) is not Tensor or not x._trace & self.bit:
+        if type(x) is not Tensor or not x._marks & self.bit:
             return None
         if self.on_tensors:
             return self.tangents.get(x._seq)
@@ -330,17 +330,17 @@ def _stop(token: Any) -> None:
             _tensor.set_forward_hook(None)
 
 
-def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...]) -> Tensor:
+def _record(name: str, out: Any, vjp: Any, marks: int, parents: tuple[Any, ...]) -> Tensor:
     """The recorders' hook while a jvp runs: the node of op ``name``, with its tangent for each
     running jvp whose inputs it depends on."""
     frames = _frames.get()
     if frames:
         top = frames[0]
-        if trace == top.bit and not top.on_tensors:  # only this top-level jvp follows the node: no links
+        if marks == top.bit and not top.on_tensors:  # only this top-level jvp follows the node: no links
             node: Any = _Building()
             node._data = out
             node._grad = None
-            node._trace = trace
+            node._marks = marks
             node._op = name
             node._a = node._b = _ABSENT
             node._rest = ()
@@ -349,11 +349,11 @@ def _record(name: str, out: Any, vjp: Any, trace: int, parents: tuple[Any, ...])
             node._seq = _next_seq()
             node.__class__ = Tensor
             return node
-    node = _node(out, trace, name, parents, vjp)
+    node = _node(out, marks, name, parents, vjp)
     # The outer jvps first: a rule that runs on Tensors (an inner jvp's) records ops whose own
     # tangents the outer jvps need, from this node's.
     for i, frame in enumerate(frames):
-        if trace & frame.bit:
+        if marks & frame.bit:
             if frame.on_tensors:
                 _recorded_tangent(frame, node, vjp, parents, frames[:i])
             else:
@@ -370,11 +370,11 @@ def _raw_tangent(frame: _Frame, name: str, vjp: Any, out: Any, parents: tuple[An
         x, y = parents
         tx = ty = None
         if type(x) is Tensor:
-            if x._trace & bit and x._seq > start:
+            if x._marks & bit and x._seq > start:
                 tx = getattr(x, "_tangent", None)
             x = x._data
         if type(y) is Tensor:
-            if y._trace & bit and y._seq > start:
+            if y._marks & bit and y._seq > start:
                 ty = getattr(y, "_tangent", None)
             y = y._data
         if tx is None and ty is None:  # no tangent comes in
@@ -388,7 +388,7 @@ def _raw_tangent(frame: _Frame, name: str, vjp: Any, out: Any, parents: tuple[An
         for p in parents:
             if type(p) is Tensor:
                 inputs.append(p._data)
-                if p._trace & bit and p._seq > start:
+                if p._marks & bit and p._seq > start:
                     t = getattr(p, "_tangent", None)
                     if t is not None:
                         found = True
@@ -477,7 +477,7 @@ def _check_tied(first: tuple[Any, int, int], then: tuple[Any, int, int], primals
         return
     a, b = (t._data if type(t) is Tensor else t for t in (first[0], then[0]))
     try:  # (tangents being differentiated must be one object: each would have a derivative of its own)
-        same = not any(type(t) is Tensor and t._trace for t in (first[0], then[0])) and bool(np.array_equal(a, b))
+        same = not any(type(t) is Tensor and t._marks for t in (first[0], then[0])) and bool(np.array_equal(a, b))
     except (TypeError, ValueError):  # values not known here (a stand-in of vmap or jit)
         same = False
     if not same:
@@ -534,7 +534,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
             )
         t_leaves.append(leaves)
     nested = _depth.get() > 0
-    frame = _Frame(2 << _level.get(), nested)  # (the bit _Traced gives the inputs)
+    frame = _Frame(2 << _level.get(), nested)  # (the bit _Call gives the inputs)
 
     def run(*args: Any) -> Any:  # f on the fresh inputs, with their tangents pushed alongside
         seeded: dict[int, tuple[Any, int, int]] = {}  # a tied input (one Tensor in several places): one tangent
@@ -551,7 +551,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
         finally:
             _stop(token)
 
-    tr = _Traced(run, tuple(primals), {}, tuple(range(len(primals))), "jvp")
+    tr = _Call(run, tuple(primals), {}, tuple(range(len(primals))), "jvp")
     out, aux = _split_aux(tr.out, has_aux, "jvp")
     out_leaves, out_def = tree_flatten(out)
     t_out = [_output_tangent(o, frame.tangent(o), nested) for o in out_leaves]

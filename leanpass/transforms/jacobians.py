@@ -23,7 +23,7 @@ from ..core.tensor import Tensor, _const
 from ..core.tree import _first_difference, tree_flatten, tree_unflatten
 from ..functional import _lift
 from .forward import Sweep, jvp
-from .reverse import _split_aux, _Traced, grad
+from .reverse import _Call, _split_aux, grad
 
 Argnums = int | tuple[int, ...]
 
@@ -33,13 +33,13 @@ def _data(x: Any) -> Any:
 
 
 def _as(x: Any, dtype: Any = None) -> Any:
-    """``np.asarray(x, dtype)``, kept on the trace for a stand-in of jit (or vmap), which it would make a constant."""
+    """``np.asarray(x, dtype)``, kept recorded for a stand-in of jit (or vmap), which it would make a constant."""
     if isinstance(x, _lift.RAW) and type(x) is not np.ndarray:
         return x if dtype is None or x.dtype == dtype else x.astype(dtype)
     return np.asarray(x, dtype)
 
 
-def _assemble(tr: _Traced, out_leaves: list[Any], out_def: Any, block: Callable[[int, int, int], Any]) -> Any:
+def _assemble(tr: _Call, out_leaves: list[Any], out_def: Any, block: Callable[[int, int, int], Any]) -> Any:
     """The Jacobian's pytree: ``block(o, k, i)`` is the block of output leaf ``o`` and leaf ``i``
     of the ``k``-th differentiated argument, already of shape ``out.shape + in.shape``."""
     per_out = []
@@ -69,7 +69,7 @@ def _block(pieces: list[Any], axis: int, shape: tuple[int, ...], like: Any, dtyp
     return _const(out) if type(like) is Tensor else out
 
 
-def _outputs(tr: _Traced, has_aux: bool, where: str) -> tuple[Any, Any, list[Any], Any]:
+def _outputs(tr: _Call, has_aux: bool, where: str) -> tuple[Any, Any, list[Any], Any]:
     out, aux = _split_aux(tr.out, has_aux, where)
     out_leaves, out_def = tree_flatten(out)
     for o in out_leaves:
@@ -113,7 +113,7 @@ def jacobian(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False)
 def _jacrev(f: Callable[..., Any], argnums: Argnums, has_aux: bool, where: str) -> Callable[..., Any]:
     @functools.wraps(f)
     def jac(*args: Any, **kwargs: Any) -> Any:
-        tr = _Traced(f, args, kwargs, argnums, where)
+        tr = _Call(f, args, kwargs, argnums, where)
         out, aux, out_leaves, out_def = _outputs(tr, has_aux, where)
         rows: list[list[list[list[Any]]]] = []  # [output leaf][argument][leaf] -> rows
         for o in out_leaves:
@@ -160,7 +160,7 @@ def jacfwd(f: Callable[..., Any], argnums: Argnums = 0, has_aux: bool = False) -
 def _jacfwd(f: Callable[..., Any], argnums: Argnums, has_aux: bool, where: str) -> Callable[..., Any]:
     @functools.wraps(f)
     def jac(*args: Any, **kwargs: Any) -> Any:
-        tr = _Traced(f, args, kwargs, argnums, where)
+        tr = _Call(f, args, kwargs, argnums, where)
         out, aux, out_leaves, out_def = _outputs(tr, has_aux, where)
         sweep = Sweep(out_leaves, tr.bit, tr.nested, tr.level)
         cols: dict[tuple[int, int], list[Any]] = {}  # (argument, leaf) -> [column per element] per output
@@ -232,7 +232,7 @@ def hvp(f: Callable[..., Any]) -> Callable[[Any, Any], Any]:
             raise ValueError(f"hvp: v must have the structure of x ({_first_difference(x_def, v_def)})")
         vs: list[Any] = []
         for a, b in zip(x_leaves, v_leaves):
-            if type(b) is Tensor and b._trace:  # differentiated by an outer transform: kept as it is
+            if type(b) is Tensor and b._marks:  # differentiated by an outer transform: kept as it is
                 vs.append(b)
                 continue
             data = _data(a)
@@ -252,7 +252,7 @@ def _like(tangent: Any, x: Any) -> Any:
     x_leaves = tree_flatten(x)[0]
     out: list[Any] = []
     for t, leaf in zip(t_leaves, x_leaves):
-        if type(t) is Tensor and t._trace:  # inside another transform
+        if type(t) is Tensor and t._marks:  # inside another transform
             out.append(t)
         elif type(leaf) is Tensor:
             out.append(t if type(t) is Tensor else _const(t))

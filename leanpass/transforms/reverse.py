@@ -1,6 +1,6 @@
 """Function transforms in reverse mode: ``grad``, ``value_and_grad``, ``vjp`` (Jacobians: ``jacobians.py``).
 
-Each call gives the differentiated arguments fresh input nodes carrying a trace bit of their
+Each call gives the differentiated arguments fresh input nodes carrying a mark of their
 own (one per nesting level), runs the function, and pulls back through the one reverse pass.
 An input that is already on a live graph (an outer transform's input, or a Tensor with
 ``requires_grad``) is linked to it through an ``identity`` node, so nested transforms compose
@@ -29,11 +29,11 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
     """A new input node for ``x`` carrying ``bit``; linked to ``x``'s graph when it has one."""
     if type(x) is Tensor:
         data = x._data
-        if x._trace and x._trace & _mask_get():
+        if x._marks and x._marks & _mask_get():
             _check_float(data, where)
             if _tensor._forward_hook is not None:  # a jvp runs: the link passes x's tangent on
-                return _tensor._forward_hook("identity", data, _pass_through, x._trace | bit, (x,))
-            return _node(data, x._trace | bit, "identity", (x,), _pass_through)
+                return _tensor._forward_hook("identity", data, _pass_through, x._marks | bit, (x,))
+            return _node(data, x._marks | bit, "identity", (x,), _pass_through)
     else:
         data = x.view() if isinstance(x, _lift.RAW) and _lift.is_array(x) else _lift.asarray(x)
     dtype = getattr(data, "dtype", None)
@@ -89,7 +89,7 @@ def _one(dtype: Any) -> np.ndarray:
     return one
 
 
-class _Traced:
+class _Call:
     """One call of a transformed function: fresh inputs, the output, and how to pull back."""
 
     def __init__(self, f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -147,17 +147,17 @@ class _Traced:
 
     def pull_back(self, roots: list[Any], seeds: list[Any]) -> Any:
         """Cotangents for each differentiated argument, in its own pytree structure."""
-        live = [(r, s) for r, s in zip(roots, seeds) if type(r) is Tensor and r._trace & self.bit]
+        live = [(r, s) for r, s in zip(roots, seeds) if type(r) is Tensor and r._marks & self.bit]
         # Recorded when the function ran inside another transform, or when the cotangents are
         # being differentiated themselves (a vjp_fn called inside grad, say).
         nested = self.nested
         if not nested:  # (a loop: the usual top-level call, a constant seed, makes no generator)
             for _, s in live:
-                if type(s) is Tensor and s._trace:
+                if type(s) is Tensor and s._marks:
                     nested = True
                     break
         if nested:  # a recorded pass, even under an outer no_grad(); the transforms its rules
-            # call take trace bits above this one (on raw arrays they record nothing that could meet it)
+            # call take marks above this one (on raw arrays they record nothing that could meet it)
             level_token = _level.set(max(_level.get(), self.level + 1))
             try:
                 with _grad_enabled():
@@ -212,7 +212,7 @@ def value_and_grad(
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        tr = _Traced(f, args, kwargs, argnums, "grad")
+        tr = _Call(f, args, kwargs, argnums, "grad")
         out, aux = _split_aux(tr.out, has_aux, "grad")
         if type(out) is not Tensor:
             if not isinstance(out, (int, float, np.ndarray, np.generic)):
@@ -281,7 +281,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     >>> pull(np.array([1.0, 10.0]))
     (array([ 2., 20.]),)
     """
-    tr = _Traced(f, primals, {}, tuple(range(len(primals))), "vjp")
+    tr = _Call(f, primals, {}, tuple(range(len(primals))), "vjp")
     out, aux = _split_aux(tr.out, has_aux, "vjp")
     out_leaves, out_def = tree_flatten(out)
 

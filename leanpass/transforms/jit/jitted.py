@@ -340,7 +340,7 @@ class Jitted:
             elif t is Tensor:
                 d = x._data
                 var = tr.new_var(d)
-                nt = _const(var, x._trace, _next_seq())
+                nt = _const(var, x._marks, _next_seq())
                 new_leaves.append(nt)
                 input_vars.append(var._id)
             elif t is np.ndarray or t in _NUMBERS or isinstance(x, np.generic):
@@ -450,7 +450,7 @@ class Jitted:
                     returned.append(None)
                     continue
                 d = leaf._data
-                if leaf._op != "leaf" and leaf._trace:
+                if leaf._op != "leaf" and leaf._marks:
                     raise TypeError(
                         f"{self.where}: the function returned a Tensor that is part of a graph being "
                         "differentiated (requires_grad); jit cannot hand back a graph. Compute gradients "
@@ -459,7 +459,7 @@ class Jitted:
                     )
                 if type(d) is TracedArray:
                     ro = type(d._v) is np.ndarray and not d._v.flags.writeable
-                    kinds.append(("tensor", leaf._trace, ro))
+                    kinds.append(("tensor", leaf._marks, ro))
                     returned.append(d)
                 else:
                     kinds.append(("const", leaf))

@@ -27,10 +27,10 @@ def _leaf_key(x: Any, where: str) -> Any:
     if t is Tensor:
         d = x._data
         if type(d) is np.ndarray:
-            return (t, d.shape, d.dtype, _layout(d), x._trace != 0)
+            return (t, d.shape, d.dtype, _layout(d), x._marks != 0)
         if getattr(d, "_lp_batched", False):
             raise _UnderVmapError
-        return (t, type(d), x._trace != 0)
+        return (t, type(d), x._marks != 0)
     if t is np.ndarray:
         return (t, x.shape, x.dtype, _layout(x))
     if t in _NUMBERS:
@@ -120,7 +120,7 @@ def _checker(key: Any, nargs: int) -> Any:
                 lines.append(_layout_check(d, k[3]))
             else:
                 lines.append(f"    if type({d}) is not {name(k[1])}: return None")
-            lines.append(f"    if ({t}._trace != 0) is not {k[-1]!r}: return None")
+            lines.append(f"    if ({t}._marks != 0) is not {k[-1]!r}: return None")
             leaves.append(d)
             return
         if type(k) is tuple and k[0] is np.ndarray:

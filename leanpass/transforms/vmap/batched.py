@@ -20,7 +20,7 @@ _next_id = itertools.count(1).__next__
 
 
 class Level:
-    """One ``vmap`` call: the batch size, and the trace level it was made at (the trace bits the
+    """One ``vmap`` call: the batch size, and the level it was made at (the marks the
     enclosing ``grad``-like transforms hold), which says where its per-example gradients are summed."""
 
     __slots__ = ("id", "size", "depth")
@@ -238,7 +238,7 @@ class Batched(NDArrayOperatorsMixin):
     squeeze = _np_method("squeeze")
     swapaxes = _np_method("swapaxes")
     diagonal = _np_method("diagonal")
-    trace = _np_method("trace")
+    marks = _np_method("trace")
     argsort = _np_method("argsort")
     dot = _np_method("dot")
     ptp = _np_method("ptp")

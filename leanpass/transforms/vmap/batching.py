@@ -152,7 +152,7 @@ def _levels(x: Any) -> list[Level]:
 
 def settle(c: Any, parent: Any, mask: int) -> Any:
     """A cotangent for ``parent``, summed over the examples of every ``vmap`` level that the
-    differentiation (trace bits ``mask``) encloses and that ``parent`` is not batched over: there
+    differentiation (marks ``mask``) encloses and that ``parent`` is not batched over: there
     one input serves all examples, so its gradient is the sum of theirs. (A level made outside
     the differentiation, as in ``vmap(grad(f))``, keeps its examples apart.)"""
     data = c._data if type(c) is Tensor else c
@@ -367,7 +367,7 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
 
 def _enter(x: Any, axis: int, lvl: Level) -> Any:
     if type(x) is Tensor:
-        if x._trace:
+        if x._marks:
             return apply(_to_batch, "vmap_batch", x, axis, lvl)
         return _const(_to_batch(x._data, axis, lvl)[0])
     if not isinstance(x, _lift.RAW):  # (a stand-in of jit stays one: np.asarray would make it a constant)
@@ -402,7 +402,7 @@ def _leave(o: Any, axis: Any, lvl: Level, td: TreeDef, i: int) -> Any:
         raise ValueError(f"vmap: out_axes={axis} for {_paths(td, 'output')[i]}, which has {nd - 1} axes per example")
     axis %= nd
     if type(o) is Tensor:
-        if o._trace:
+        if o._marks:
             return apply(_from_batch, "vmap_unbatch", o, axis, lvl)
         return _const(_from_batch(data, axis, lvl)[0])
     return _from_batch(data, axis, lvl)[0]
