@@ -36,7 +36,7 @@ import bench_mlp  # noqa: E402
 
 import leanpass as lp  # noqa: E402
 from leanpass import losses, optim  # noqa: E402
-from leanpass.transforms.reverse import _Call, _one  # noqa: E402  (value_and_grad's two halves)
+from leanpass.transforms.reverse_mode import _Call, _one  # noqa: E402  (value_and_grad's two halves)
 
 PARTS = ("forward", "backward", "update", "apply")
 

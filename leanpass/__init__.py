@@ -76,7 +76,7 @@ from .numpy.math import *  # noqa: F403 - NumPy's math (log1p, arctan2, erf, pro
 from .numpy.math import __all__ as _math_all
 from .numpy.products import *  # noqa: F403 - NumPy's products (dot, tensordot, kron, cross, ...)
 from .numpy.products import __all__ as _contract_all
-from .transforms.reverse import grad, value_and_grad, vjp
+from .transforms.reverse_mode import grad, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
@@ -103,7 +103,7 @@ del np
 _LAZY = {"nn": "nn", "optim": "optim", "losses": "nn.losses", "data": "data", "datasets": "datasets",
          "save": "checkpoint", "load": "checkpoint", "CheckpointError": "checkpoint",
          "linalg": "numpy.linalg", "special": "scipy.special", "stats": "scipy.stats",
-         "vmap": "transforms.vmap.batching", "jit": "transforms.jit.jitted", "jvp": "transforms.forward",
+         "vmap": "transforms.vmap.batching", "jit": "transforms.jit.jitted", "jvp": "transforms.forward_mode",
          **{name: "transforms.jacobians" for name in ("jacfwd", "jacrev", "jacobian", "hessian", "hvp")},
          **{name: "numpy.convolution" for name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool1d",
                                                    "max_pool2d", "avg_pool1d", "avg_pool2d", "pad", "batch_norm",
@@ -130,7 +130,7 @@ if TYPE_CHECKING:
     from .scipy import special, stats
     from .tools.debug import debug_nans
     from .tools.graph import draw_graph, to_dot
-    from .transforms.forward import jvp
+    from .transforms.forward_mode import jvp
     from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
     from .transforms.jit.jitted import jit
     from .transforms.vmap.batching import vmap

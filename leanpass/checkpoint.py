@@ -72,11 +72,6 @@ def _class_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _child_names(cls: type, n: int) -> list[str]:
-    """Names for the children of a registered class in error messages (``.weight``, ``[0]``)."""
-    return child_names(cls, n)
-
-
 def _fields_missing(cls: type, n: int) -> bool:
     """Whether a module class has other than ``n`` parameter fields (Sequential takes any number)."""
     from . import nn
@@ -152,7 +147,7 @@ def _encode(td: TreeDef, path: str, paths: list[str]) -> Any:
                 raise TypeError(f"save: dict keys must be str or int to be stored, got {key!r} at {path or 'the root'}")
             items.append([key, _encode(child, f"{path}[{key!r}]", paths)])
         return {"dict": items}
-    names = _child_names(kind, len(td.children))
+    names = child_names(kind, len(td.children))
     node: dict[str, Any] = {"class": _class_name(kind),
                             "children": [_encode(c, path + n, paths) for c, n in zip(td.children, names)]}
     if kind in _tree._REGISTRY:
@@ -208,7 +203,7 @@ def _decode(node: Any, path: str) -> TreeDef:
     if "class" in node and isinstance(node["class"], str):
         cls = _registered(node["class"], path)
         kids = _list(node.get("children"), path)
-        if len(_child_names(cls, len(kids))) != len(kids) or _fields_missing(cls, len(kids)):
+        if len(child_names(cls, len(kids))) != len(kids) or _fields_missing(cls, len(kids)):
             raise CheckpointError(
                 f"load: the {cls.__name__} at {path or 'the root'} has {len(kids)} children in the file"
             )
@@ -256,7 +251,7 @@ def _first_difference(saved: Any, expected: Any, path: str = "") -> str | None:
                 if key == "children":
                     cls = next((c for c in _tree._REGISTRY if isinstance(c, type) and _class_name(c) == saved["class"]),
                                None)
-                    names = _child_names(cls, len(a)) if cls is not None else names
+                    names = child_names(cls, len(a)) if cls is not None else names
                 for name, ca, cb in zip(names, a, b):
                     found = _first_difference(ca, cb, path + name)
                     if found:
@@ -761,7 +756,7 @@ def _check_rebuilt(treedef: TreeDef, again: TreeDef) -> None:
                                   "written: its settings do not fit its children")
         n = len(a.children)
         names = ([f"[{k!r}]" for k in a.meta] if a.kind is dict else [f"[{i}]" for i in range(n)]
-                 if a.kind in (list, tuple) else _child_names(a.kind, n))
+                 if a.kind in (list, tuple) else child_names(a.kind, n))
         stack.extend((x, y, where + name) for name, x, y in zip(names, a.children, b.children))
 
 

@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from .checkpoint import _child_names, _class_name
+from .checkpoint import _class_name
 from .core.tensor import Tensor, _const, _next_seq
-from .core.tree import TreeDef, repeats, tree_flatten, tree_unflatten
+from .core.tree import TreeDef, child_names, repeats, tree_flatten, tree_unflatten
 
 __all__ = ["is_available", "rank", "world_size", "all_reduce_mean", "broadcast", "check_in_sync", "barrier",
            "timeout", "set_timeout", "OutOfSyncError", "MPI_MISSING"]
@@ -367,7 +367,7 @@ def _describe(td: TreeDef, path: str, paths: list[str]) -> str:
     elif kind in (list, tuple, type(None)):
         names = [f"[{i}]" for i in range(len(kids))]
     else:
-        names = _child_names(kind, len(kids))
+        names = child_names(kind, len(kids))
     inner = ",".join(_describe(c, path + n, paths) for c, n in zip(kids, names))
     name = kind.__name__ if kind in (dict, list, tuple, type(None)) else _class_name(kind)
     return f"{name}{_stable(meta)}({inner})"

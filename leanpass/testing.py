@@ -15,7 +15,7 @@ import numpy as np
 
 from .core.tensor import Tensor
 from .core.tree import tree_flatten
-from .transforms.reverse import vjp
+from .transforms.reverse_mode import vjp
 
 
 def _to_f64(x: Any) -> np.ndarray:

@@ -13,8 +13,8 @@ from op_samples import differentiable, every_sample
 import leanpass as lp
 from leanpass import Tensor
 from leanpass import functional as F
-from leanpass.transforms import forward
-from leanpass.transforms.forward import transposed_vjp
+from leanpass.transforms import forward_mode as forward
+from leanpass.transforms.forward_mode import transposed_vjp
 
 SAMPLES = every_sample()
 NAMES = sorted(SAMPLES)  # an op's name, or name/variant

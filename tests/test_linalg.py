@@ -624,7 +624,7 @@ def test_empty_matrices(name: str, f: Any, want: Any, shapes: list[tuple[int, ..
 # ----- the forward-mode rules in float32 (test_forward_ops.py walks them in float64) -------------------
 @pytest.mark.parametrize("key", sorted(k for k in SAMPLES if k.split("/")[0] in F._LAZY_OPS["linalg"]))
 def test_direct_jvp_rules_match_the_transposed_vjp_in_float32(key: str) -> None:
-    from leanpass.transforms.forward import transposed_vjp
+    from leanpass.transforms.forward_mode import transposed_vjp
 
     name = key.split("/")[0]
     rng32 = np.random.default_rng(3)

@@ -965,7 +965,7 @@ def _transforms_running(t: Tensor) -> str:
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         code = frame.f_code.co_name
-        if module == "leanpass.transforms.reverse" and code == "__init__" and "where" in frame.f_code.co_varnames:
+        if module == "leanpass.transforms.reverse_mode" and code == "__init__" and "where" in frame.f_code.co_varnames:
             bit = frame.f_locals.get("bit")
             if isinstance(bit, int) and t._marks & bit:
                 names.append(str(frame.f_locals.get("where")))

@@ -33,7 +33,6 @@ from .aliases import adam, adamw, sgd
 from .schedules import Schedule as Schedule
 from .schedules import constant_schedule, cosine_decay, exponential_decay, warmup_cosine
 from .updates import Optimizer, apply_updates, chain, clip_by_global_norm, collect_grads, global_norm
-from .updates import _leaf_paths as _leaf_paths  # (transforms.forward names leaves with it)
 
 __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",

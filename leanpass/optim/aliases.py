@@ -17,10 +17,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core.tensor import Tensor
-from ..core.tree import register_pytree, tree_flatten, tree_unflatten
+from ..core.tree import leaf_paths, register_pytree, tree_flatten, tree_unflatten
 from ..functional._lift import weak
 from .schedules import Schedule
-from .updates import Optimizer, _float, _leaf_paths, _raw
+from .updates import Optimizer, _float, _raw
 
 __all__ = ["sgd", "adam", "adamw"]
 
@@ -102,7 +102,7 @@ def _check_shape(g: Any, slot: Any) -> None:
 
 def _shape_mismatch(where: str, grads: Any, state: _State, params: Any) -> ValueError | None:
     """The first leaf whose shape differs from the one the state was made for, as an error (or None)."""
-    paths = _leaf_paths(state.treedef)
+    paths = leaf_paths(state.treedef)
     made_for = state.slots[0] if state.slots else None
     for kind, tree in (("gradient", grads), ("parameter", params)):
         if tree is None:

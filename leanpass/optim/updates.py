@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core.tensor import Tensor, _const
-from ..core.tree import repeats, tree_flatten, tree_unflatten
+from ..core.tree import leaf_paths, repeats, tree_flatten, tree_unflatten
 from ..functional import _lift
 
 __all__ = ["Optimizer", "chain", "clip_by_global_norm", "global_norm", "apply_updates", "collect_grads"]
@@ -48,22 +48,6 @@ def _float(v: Any) -> Any:
     """``float(v)``; under ``lp.jit`` a traced number stays traced (it keeps the conversion)."""
     to_float = getattr(v, "_lp_float", None)
     return float(v) if to_float is None else to_float()
-
-
-def _leaf_paths(treedef: Any) -> list[str]:
-    """The paths of a tree's leaves, in order (``.layers[0].weight``, ``['w']``), for error messages."""
-    from ..checkpoint import _child_names
-
-    paths: list[str] = []
-    stack = [(treedef, "")]
-    while stack:
-        td, path = stack.pop()
-        if td.kind is None:
-            paths.append(path or "<root>")
-            continue
-        names = ([f"[{k!r}]" for k in td.meta] if td.kind is dict else _child_names(td.kind, len(td.children)))
-        stack.extend(reversed([(c, path + n) for c, n in zip(td.children, names)]))
-    return paths
 
 
 # ----- applying, clipping, chaining -------------------------------------------------------------
@@ -104,7 +88,7 @@ def apply_updates(params: Any, updates: Any) -> Any:
         if (u.shape if type(u) is np.ndarray else np.shape(u)) != data.shape:  # (NumPy would broadcast it)
             i = len(out)
             raise ValueError(
-                f"apply_updates: the update at {_leaf_paths(pdef)[i]} has shape {np.shape(u)}, but the parameter "
+                f"apply_updates: the update at {leaf_paths(pdef)[i]} has shape {np.shape(u)}, but the parameter "
                 f"has shape {np.shape(data)}. Pass updates that opt.update made from gradients of these params."
             )
         new = data + u
@@ -120,7 +104,7 @@ def apply_updates(params: Any, updates: Any) -> Any:
 def _check_tied(before: Any, u: Any, pdef: Any, j: int, i: int) -> None:
     """For ``apply_updates``: the updates at places ``j`` and ``i`` of one Tensor must be the same."""
     if before is not u and not np.array_equal(_raw(before), _raw(u)):
-        paths = _leaf_paths(pdef)
+        paths = leaf_paths(pdef)
         raise ValueError(
             f"apply_updates: the parameters at {paths[j]} and {paths[i]} are one Tensor (tied weights), but "
             "their updates differ, so they cannot stay one. Update them with the gradients leanpass.grad "

@@ -22,8 +22,8 @@ import numpy as np
 from ..core.tensor import Tensor, _const
 from ..core.tree import _first_difference, tree_flatten, tree_unflatten
 from ..functional import _lift
-from .forward import Sweep, jvp
-from .reverse import _Call, _split_aux, grad
+from .forward_mode import Sweep, jvp
+from .reverse_mode import _Call, _split_aux, grad
 
 Argnums = int | tuple[int, ...]
 

@@ -52,7 +52,7 @@ from ..core.tensor import (
 )
 from ..core.tree import _first_difference, leaf_paths, tree_flatten, tree_unflatten
 from ..functional import TRANSPOSED
-from .reverse import _Call, _split_aux
+from .reverse_mode import _Call, _split_aux
 
 
 class Sweep:
