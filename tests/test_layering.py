@@ -336,11 +336,11 @@ def test_guard_reports_an_upward_import_and_a_cycle(copy):
 def test_guard_reports_a_write_to_another_modules_global(copy):
     _append(copy / "numpy" / "basics.py", "from ..core import tensor as _t\n_t._no_grad_entered = 1\n"
             "setattr(_t, '_PLAIN', ())\n_t._ABSENT.x = 1\n")
-    _append(copy / "numpy" / "math.py", "from ..functional import _lift\n_lift.RAW += (int,)\n"
+    _append(copy / "numpy" / "math.py", "from ..functional import _lift\n_lift.ARRAYS += (int,)\n"
             "def h():\n    _lift.CACHE.setdefault(1, 2)\n")
     found = global_writes(copy)
     assert {("leanpass.numpy.basics", "leanpass.core.tensor._no_grad_entered"),
             ("leanpass.numpy.basics", "leanpass.core.tensor._PLAIN"),
             ("leanpass.numpy.basics", "leanpass.core.tensor._ABSENT"),
-            ("leanpass.numpy.math", "leanpass.functional._lift.RAW"),
+            ("leanpass.numpy.math", "leanpass.functional._lift.ARRAYS"),
             ("leanpass.numpy.math", "leanpass.functional._lift.CACHE")} <= found

@@ -76,7 +76,7 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
             od = other
             to = 0
         else:
-            od = _plain(other, name)
+            od = _operand(other, name)
             to = 0
         ts = self._marks
         marks = ts | to
@@ -116,9 +116,9 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
 def _linear(x: Any, w: Any, b: Any) -> Tensor:
     """Record ``x @ w + b`` (op ``"linear"``), each input a Tensor or a plain array: a dense
     layer's one node. Its own recorder, like the binary ops' (``apply`` costs a third more)."""
-    xd, tx = (x._data, x._marks) if type(x) is Tensor else (_plain(x, "linear"), 0)
-    wd, tw = (w._data, w._marks) if type(w) is Tensor else (_plain(w, "linear"), 0)
-    bd, tb = (b._data, b._marks) if type(b) is Tensor else (_plain(b, "linear"), 0)
+    xd, tx = (x._data, x._marks) if type(x) is Tensor else (_operand(x, "linear"), 0)
+    wd, tw = (w._data, w._marks) if type(w) is Tensor else (_operand(w, "linear"), 0)
+    bd, tb = (b._data, b._marks) if type(b) is Tensor else (_operand(b, "linear"), 0)
     marks = tx | tw | tb
     out, vjp = F.linear(xd, wd, bd, (tx != 0, tw != 0, tb != 0))
     if marks and _no_grad_entered:
@@ -134,7 +134,7 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
             xd = x._data
             marks = x._marks
         else:
-            xd = _plain(x, name)
+            xd = _operand(x, name)
             marks = 0
         out, vjp = fn(xd)
         if marks and _no_grad_entered:
@@ -824,16 +824,16 @@ def _astype(x: Any, dtype: Any) -> Tensor:
     constant (rounding has no gradient: a recorded cast would pass ``g`` back as if it had one)."""
     dt = np.dtype(dtype)
     if dt.kind in "biu":
-        data = x._data if type(x) is Tensor else _plain(x, "astype")
-        return _const((data if isinstance(data, _lift.RAW) else np.asarray(data)).astype(dt))
+        data = x._data if type(x) is Tensor else _operand(x, "astype")
+        return _const((data if isinstance(data, _lift.ARRAYS) else np.asarray(data)).astype(dt))
     return _unary(F.astype, "astype", x, dt)
 
 
-def _plain(v: Any, name: str) -> Any:
+def _operand(v: Any, name: str) -> Any:
     """A non-Tensor operand, checked: Python numbers and real NumPy arrays are constants."""
     if type(v) is np.ndarray and v.dtype.kind != "c":  # the usual case (a batch), first
         return v
-    if isinstance(v, _lift.PLAIN) and not isinstance(v, complex):
+    if isinstance(v, _lift.OPERANDS) and not isinstance(v, complex):
         dtype: Any = getattr(v, "dtype", _REAL)
         if dtype.kind == "c":
             raise TypeError(
@@ -860,7 +860,7 @@ def _axis(axis: int, ndim: int, name: str) -> int:
 
 def _take(t: Tensor, indices: Any, axis: int | None) -> Tensor:
     idx = _value(indices)
-    idx = idx if isinstance(idx, _lift.RAW) else np.asarray(idx)
+    idx = idx if isinstance(idx, _lift.ARRAYS) else np.asarray(idx)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"take: indices must be integers, got dtype {idx.dtype}; use x[mask] for a boolean mask")
     if axis is None:
@@ -1038,14 +1038,14 @@ def _stopped(x: Any) -> Tensor:
     """A constant Tensor of a value that is not a Tensor (a stand-in of vmap or jit kept as it is)."""
     if isinstance(x, (list, tuple)):
         return _const(np.asarray(x))
-    v = _plain(x, "stop_gradient")
-    return _const(v if isinstance(v, _lift.RAW) else np.asarray(v))
+    v = _operand(x, "stop_gradient")
+    return _const(v if isinstance(v, _lift.ARRAYS) else np.asarray(v))
 
 
 def _binary(fn: Callable[..., Any], name: str, a: Any, b: Any) -> Tensor:
     """Record the two-input op ``fn`` (called ``name``) on ``a`` and ``b``, either may be a Tensor."""
     if type(a) is not Tensor and type(b) is not Tensor:  # constants in, a constant out
-        a, b = _plain(a, name), _plain(b, name)
+        a, b = _operand(a, name), _operand(b, name)
         try:
             return _const(fn(a, b, _NEITHER)[0])
         except ValueError as e:
@@ -1066,7 +1066,7 @@ def _unary(fn: Callable[..., Any], name: str, x: Any, *params: Any) -> Tensor:
         xd = x._data
         marks = x._marks
     else:
-        xd = _plain(x, name)
+        xd = _operand(x, name)
         marks = 0
     out, vjp = fn(xd, *params)
     if marks and _no_grad_entered:

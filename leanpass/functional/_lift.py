@@ -16,9 +16,9 @@ apply: Callable[..., Any] | None = None  # the Tensor layer's generic recorder (
 tensor_type: type | None = None  # leanpass.core.tensor.Tensor (``set_recorder``)
 # The raw array types: ndarray, and the stand-ins that jit (and vmap) put inside Tensors, which add
 # themselves with ``register_array_type`` when they load. Code that takes "an array, else convert"
-# tests against RAW; PLAIN is what a Tensor op takes as a constant operand (numbers too).
-RAW: Any = (np.ndarray,)  # (Any: a narrowing tuple of types would hide the stand-ins from mypy)
-PLAIN: Any = (int, float, np.ndarray, np.generic)
+# tests against ARRAYS; OPERANDS is what a Tensor op takes as a constant operand (numbers too).
+ARRAYS: Any = (np.ndarray,)  # (Any: a narrowing tuple of types would hide the stand-ins from mypy)
+OPERANDS: Any = (int, float, np.ndarray, np.generic)
 
 
 def set_recorder(recorder: Callable[..., Any], tensor: type) -> None:
@@ -37,13 +37,13 @@ def register_array_type(cls: type) -> None:
     it as it is, and Tensor ops take it as a constant operand, as they take an ndarray.
 
     >>> register_array_type(np.ndarray)  # (already one: nothing changes)
-    >>> RAW[0]
+    >>> ARRAYS[0]
     <class 'numpy.ndarray'>
     """
-    global RAW, PLAIN
-    if cls not in RAW:
-        RAW = (*RAW, cls)
-        PLAIN = (*PLAIN, cls)
+    global ARRAYS, OPERANDS
+    if cls not in ARRAYS:
+        ARRAYS = (*ARRAYS, cls)
+        OPERANDS = (*OPERANDS, cls)
 
 
 def is_array(x: Any) -> bool:
@@ -64,7 +64,7 @@ def asarray(x: Any) -> Any:
     convert = getattr(type(x), "_lp_asarray", None)
     if convert is not None:
         return convert(x)
-    return x if isinstance(x, RAW) else np.asarray(x)
+    return x if isinstance(x, ARRAYS) else np.asarray(x)
 
 # vmap's hook (``set_index_spread``): ``spread_target(index, x, copy)`` is ``x`` made batched over the
 # vmap levels of a batched ``index`` (a plain array can neither be indexed by nor receive

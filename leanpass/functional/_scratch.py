@@ -7,7 +7,7 @@ tag and shape and thread, reused by the next call. Only plain arrays qualify (``
 stand-ins of ``jit`` and ``vmap`` and the Tensors of a replayed rule take the ordinary NumPy path.
 
 >>> a = buffer("doc", (2, 3), np.float32)
->>> a is buffer("doc", (2, 3), np.float32), plain(a), plain(a, np.zeros(2))
+>>> a is buffer("doc", (2, 3), np.float32), float_arrays(a), float_arrays(a, np.zeros(2))
 (True, True, False)
 """
 
@@ -50,7 +50,7 @@ def work(tag: str, shape: tuple[int, ...], dtype: Any, like: Any, border: Any = 
     return np.zeros_like(like, shape=shape, dtype=dtype)
 
 
-def traced_or_plain(*arrays: Any) -> bool:
+def float_arrays_or_traced(*arrays: Any) -> bool:
     """All float arrays of one dtype, each plain or a stand-in of ``jit`` (not of ``vmap``): where the buffered
     algorithms also run under ``jit``, writing into ``work`` arrays, so that jit replays eager's bits."""
     dt = getattr(arrays[0], "dtype", None)
@@ -73,7 +73,7 @@ def like(*arrays: Any) -> Any:
     return arrays[0]
 
 
-def plain(*arrays: Any) -> bool:
+def float_arrays(*arrays: Any) -> bool:
     """All plain float arrays of one dtype: what the rules' buffered fast paths may write for."""
     dt = arrays[0].dtype if type(arrays[0]) is np.ndarray else None
     return dt is not None and dt.kind == "f" and all(type(a) is np.ndarray and a.dtype == dt for a in arrays)

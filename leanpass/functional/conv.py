@@ -42,9 +42,9 @@ import numpy as np
 from . import _lift
 from ._registry import op
 from ._scratch import buffer as _buffer
+from ._scratch import float_arrays as _float_arrays
+from ._scratch import float_arrays_or_traced as _float_arrays_or_traced
 from ._scratch import like as _like
-from ._scratch import plain as _plain
-from ._scratch import traced_or_plain as _traced_or_plain
 from ._scratch import work as _work
 
 _window_view: Any = np.lib.stride_tricks.sliding_window_view  # (NumPy 1.x's stubs refuse the tuple axis it takes)
@@ -172,8 +172,8 @@ def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out:
             scratch: bool = False) -> Any:
     """``(groups, N*Ho*Wo, kH*kW*C/groups)``: each row one window, channels last (one copy). ``scratch``:
     the caller is done with them before the next convolution (they may go into a reused buffer)."""
-    if groups == 1 and _plain(x):
-        return _im2col_plain(x, kernel, stride, pads, dilation, out, scratch)
+    if groups == 1 and _float_arrays(x):
+        return _im2col_buffered(x, kernel, stride, pads, dilation, out, scratch)
     win = _nhwc_windows(x, kernel, stride, pads, dilation, out)
     n, ho, wo, c, kh, kw = win.shape
     g = groups
@@ -183,7 +183,7 @@ def _im2col(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out:
     return win.transpose(3, 0, 1, 2, 5, 6, 4).reshape(g, n * ho * wo, kh * kw * (c // g))
 
 
-def _im2col_plain(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair, scratch: bool) -> Any:
+def _im2col_buffered(x: Any, kernel: Pair, stride: Pair, pads: Pads, dilation: Pair, out: Pair, scratch: bool) -> Any:
     """``_im2col`` of a plain array: padded in a reused buffer (``np.pad`` costs more than the copy on small
     layers), copied tap by tap when there are few channels (a strided copy of 1-channel windows is slow)."""
     n, c, h, wd = x.shape
@@ -288,16 +288,16 @@ def _col2im(g: Any, w: Any, size: Pair, stride: Pair, pads: Pads, dilation: Pair
     (sh, sw), (dh, dw), dt = stride, dilation, np.result_type(g, w)
     gm = _nhwc_rows(g) if rows is None else rows
     taps = w.transpose(2, 3, 0, 1).reshape(kh * kw, o, c)
-    plain = _plain(g, w)
-    dcols = np.matmul(gm, taps, out=_buffer("dcols", (kh * kw, n * ho * wo, c), dt) if plain else None)
+    buffered = _float_arrays(g, w)
+    dcols = np.matmul(gm, taps, out=_buffer("dcols", (kh * kw, n * ho * wo, c), dt) if buffered else None)
     hq, wq = -(-(size[0] + sum(pads[0])) // sh), -(-(size[1] + sum(pads[1])) // sw)
-    phases: Any = np.zeros((n, sh, sw, hq, wq, c), dt) if plain else None
+    phases: Any = np.zeros((n, sh, sw, hq, wq, c), dt) if buffered else None
     for a in range(kh):
         (qa, ra), i = divmod(a * dh, sh), a * kw
         for b in range(kw):
             qb, rb = divmod(b * dw, sw)
             tap = dcols[i + b].reshape(n, ho, wo, c)  # (tap-major: each one contiguous)
-            if plain:
+            if buffered:
                 phases[:, ra, rb, qa:qa + ho, qb:qb + wo] += tap
             else:  # stand-ins: the same sums in the same order, each tap padded into place
                 placed = np.pad(tap[:, None, None], ((0, 0), (ra, sh - 1 - ra), (rb, sw - 1 - rb),
@@ -407,8 +407,8 @@ def _winograd_sized(wshape: tuple[int, ...], channels: int, size: tuple[int, ...
 
 def _winograd_fits(x: Any, w: Any, stride: Pair, dilation: Pair, groups: int) -> bool:
     """Winograd for the convolution of ``x`` with ``w`` (plain arrays of a Winograd size)."""
-    return (_winograd_sized(w.shape, x.shape[1], x.shape[2:], stride, dilation, groups) and _traced_or_plain(x, w)
-            and _in_range(x) and _in_range(w))
+    return (_winograd_sized(w.shape, x.shape[1], x.shape[2:], stride, dilation, groups)
+            and _float_arrays_or_traced(x, w) and _in_range(x) and _in_range(w))
 
 
 def _split(a: Any) -> list[Any]:
@@ -620,7 +620,7 @@ def _winograd_grads(saved: Any, g: Any, pads: Pads, size: Pair, nx: bool, nw: bo
 
 def _winograd_t_fits(g: Any, w: Any, size: Pair, pads: Pads, stride: Pair, dilation: Pair, groups: int) -> bool:
     """Whether the transpose of a convolution can run as the transpose of its Winograd form."""
-    return (_winograd_sized(w.shape, w.shape[1], size, stride, dilation, groups) and _traced_or_plain(g, w)
+    return (_winograd_sized(w.shape, w.shape[1], size, stride, dilation, groups) and _float_arrays_or_traced(g, w)
             and min(pads[0] + pads[1]) >= 0
             and all(g.shape[2 + a] == size[a] + sum(pads[a]) - 2 for a in (0, 1)) and _in_range(g) and _in_range(w))
 
@@ -666,7 +666,7 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     if b is not None and np.shape(_raw(b)) != (np.shape(wr)[0],):
         raise ValueError(f"{where}: the bias must have shape ({np.shape(wr)[0]},), got {np.shape(_raw(b))}")
     y, cols = _conv_raw(xr, wr, st, pads, dil, groups)
-    if b is not None and _plain(y, _raw(b)):  # y is a fresh product: the bias goes in without another array
+    if b is not None and _float_arrays(y, _raw(b)):  # y is a fresh product: the bias goes in without another array
         y = np.add(y, _raw(b).reshape(-1, 1, 1), out=y)
     elif b is not None:
         y = y + _raw(b).reshape(-1, 1, 1)
@@ -677,10 +677,10 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     def vjp(g: Any) -> tuple[Any, ...]:
         values = not _is_tensor(x) and not _is_tensor(w)  # (else a replay, whose gradients must be recorded)
         rows = None
-        if isinstance(cols, tuple) and values and _traced_or_plain(g, cols[0]) and _in_range(g):  # Winograd's
+        if isinstance(cols, tuple) and values and _float_arrays_or_traced(g, cols[0]) and _in_range(g):  # Winograd's
             gx, gw = _winograd_grads(cols, g, pads, size, nx, nw)
         else:
-            rows = _nhwc_rows(g) if _plain(g) else None  # g as (N*Ho*Wo, O), once for the three gradients
+            rows = _nhwc_rows(g) if _float_arrays(g) else None  # g as (N*Ho*Wo, O), once for the three gradients
             if not nx:
                 gx = None
             elif rows is not None and values and _col2im_fits(g, wr, size, st, pads, dil, groups):

@@ -37,7 +37,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
     """
     n = x.shape[0]
     rows = np.arange(n)
-    fast = isinstance(x, _lift.RAW)  # raw arrays (first order); a Tensor means a replayed, recorded pass
+    fast = isinstance(x, _lift.ARRAYS)  # raw arrays (first order); a Tensor means a replayed, recorded pass
     if fast:
         # Subtract each row's maximum (a constant) before exp; with the ufuncs themselves
         # (ndarray.max and .sum are Python wrappers). s >= 1 (the maximum's own exp(0)), so
@@ -62,7 +62,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
         with np.errstate(divide="ignore", invalid="ignore"):  # a row of all -inf: nan, as log_softmax
             lse = np.log(s)
             ans = _reduce(lse.reshape(n) - shifted[rows, labels], reduction, n, fast)
-        if isinstance(x, _lift.RAW):
+        if isinstance(x, _lift.ARRAYS):
             with np.errstate(invalid="ignore"):  # 0 / 0 in a row of all -inf: nan, without a warning
                 e = e / s
             s = np.ones((), e.dtype)
@@ -70,7 +70,7 @@ def cross_entropy(x: Any, labels: Any, reduction: str = "mean") -> tuple[Any, An
 
     def vjp(g: Any) -> tuple[Any, None, None]:
         p = e / s  # softmax(x), from the forward's pieces
-        if fast and isinstance(g, _lift.RAW):  # the same formula, in place on the fresh p
+        if fast and isinstance(g, _lift.ARRAYS):  # the same formula, in place on the fresh p
             p[rows, labels] -= 1
             if reduction == "mean":
                 p *= g / weak(n, g)

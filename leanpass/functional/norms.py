@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._registry import op
-from ._scratch import buffer, plain
+from ._scratch import buffer, float_arrays
 
 
 def _mean(x: Any, axes: tuple[int, ...]) -> Any:
@@ -72,7 +72,7 @@ def batch_statistics(x: Any, axis: int) -> tuple[Any, Any]:
 
 def _centred(x: Any, mean: Any) -> Any:
     """``x - mean`` for a rule that drops it soon (a reused buffer for plain arrays)."""
-    if plain(x, mean):
+    if float_arrays(x, mean):
         return np.subtract(x, mean, out=buffer("centred", np.shape(x), x.dtype))
     return x - mean
 
@@ -117,10 +117,10 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
     _last.stats = (x, axis, mean_c, var_c)  # for nn.BatchNorm's running statistics (batch_statistics)
     inv = np.reshape(1.0 / np.sqrt(var_c + eps), bshape)
     k = inv if weight is None else np.reshape(weight, bshape) * inv  # ans = (x - mean) k + bias
-    ans = np.multiply(centred, k, out=centred if plain(centred, k) else None)  # (our own array)
+    ans = np.multiply(centred, k, out=centred if float_arrays(centred, k) else None)  # (our own array)
     if bias is not None:
         shift = np.reshape(bias, bshape)
-        ans = np.add(ans, shift, out=ans if plain(ans, shift) and ans is centred else None)
+        ans = np.add(ans, shift, out=ans if float_arrays(ans, shift) and ans is centred else None)
 
     def vjp(g: Any) -> tuple[Any, ...]:
         # (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)) / σ with ĝ = g w and x̂ = (x - mean) / σ: the means are per-channel
@@ -130,7 +130,7 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, axis: int = 1, eps:
         sum_g, sum_gx = _channel_sum(axis, g), _channel_sum(axis, g, centred) * np.reshape(inv, (c,))
         slope = k * inv * np.reshape(sum_gx / count, bshape)
         gx = (g * k - k * np.reshape(sum_g / count, bshape)) - np.multiply(
-            centred, slope, out=centred if plain(centred, slope) else None)
+            centred, slope, out=centred if float_arrays(centred, slope) else None)
         gw = None if weight is None else sum_gx
         gb = None if bias is None else sum_g
         return gx, gw, gb, None, None
@@ -170,13 +170,13 @@ def _tangent_sum(t: Any, centred: Any, k: Any, slope: Any, shift: Any) -> Any:
     ``centred`` may be a scratch buffer (``_centred``): it is written into, and never returned."""
     out = None if t is None else t * k
     if slope is not None:
-        if out is not None and plain(out, centred) and type(slope) is np.ndarray:  # (into the scratch, then ours)
+        if out is not None and float_arrays(out, centred) and type(slope) is np.ndarray:  # (the scratch, then ours)
             out += np.multiply(centred, slope, out=centred)
         else:
             term = centred * slope
             out = term if out is None else out + term
     if shift is not None:
-        if out is not None and plain(out) and type(shift) is np.ndarray:
+        if out is not None and float_arrays(out) and type(shift) is np.ndarray:
             out += shift
         else:
             out = shift if out is None else out + shift

@@ -114,14 +114,14 @@ def _max_pool2d_jvp(ts: tuple[Any, ...], ans: Any, x: Any, kernel_size: Any, str
         widths = ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1]))
         xr, t = np.pad(xr, widths, constant_values=-np.inf), np.pad(t, widths)
     rows, cols = (out[0] - 1) * s[0] + 1, (out[1] - 1) * s[1] + 1
-    plain = type(t) is np.ndarray and type(xr) is np.ndarray and type(ar) is np.ndarray
-    tangent: Any = np.zeros(np.shape(ar), t.dtype) if plain else 0
-    hit = np.empty(np.shape(ar), bool) if plain else None
+    ndarrays = type(t) is np.ndarray and type(xr) is np.ndarray and type(ar) is np.ndarray
+    tangent: Any = np.zeros(np.shape(ar), t.dtype) if ndarrays else 0
+    hit = np.empty(np.shape(ar), bool) if ndarrays else None
     for a in reversed(range(k[0])):
         for b in reversed(range(k[1])):
             tap = (slice(None), slice(None), slice(a * d[0], a * d[0] + rows, s[0]),
                    slice(b * d[1], b * d[1] + cols, s[1]))
-            if plain:
+            if ndarrays:
                 np.equal(xr[tap], ar, out=hit)
                 np.copyto(tangent, t[tap], where=hit)
             else:  # (a Tensor inside another transform, or vmap's stand-ins: recorded or batched)

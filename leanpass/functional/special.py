@@ -450,24 +450,24 @@ def _x_log(x: Any, y: Any, name: str) -> tuple[Any, Any]:
     return ans, partial(_x_log_vjp, op, x, y, name == "xlogy")
 
 
-def _x_log_vjp(op: Callable[..., Any], x: Any, y: Any, plain: bool, g: Any) -> tuple[Any, Any]:
+def _x_log_vjp(op: Callable[..., Any], x: Any, y: Any, is_xlogy: bool, g: Any) -> tuple[Any, Any]:
     zero = x == 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        gx = g * (np.log(y) if plain else op(weak(1.0, x) + weak(0, x) * x, y)[0])  # log(y), log1p(y) (xlog1py(1, y))
-        gy = g * np.where(zero, weak(0.0, x), x / np.where(zero, weak(1.0, y), y if plain else weak(1, y) + y))
+        gx = g * (np.log(y) if is_xlogy else op(weak(1.0, x) + weak(0, x) * x, y)[0])  # log y; log1p y (xlog1py(1, y))
+        gy = g * np.where(zero, weak(0.0, x), x / np.where(zero, weak(1.0, y), y if is_xlogy else weak(1, y) + y))
     return unbroadcast(gx, x), unbroadcast(gy, y)
 
 
-def _x_log_jvp(plain: bool, ts: tuple[Any, Any], ans: Any, x: Any, y: Any) -> Any:
+def _x_log_jvp(is_xlogy: bool, ts: tuple[Any, Any], ans: Any, x: Any, y: Any) -> Any:
     """``tx log(y) + ty x / y`` (``log1p(y)`` and ``1 + y`` for xlog1py): the VJP's slopes times the tangents."""
     tx, ty = ts
     out = None
     with np.errstate(divide="ignore", invalid="ignore"):
         if tx is not None:
-            out = tx * (np.log(y) if plain else xlog1py(1.0 + 0 * x, y)[0])
+            out = tx * (np.log(y) if is_xlogy else xlog1py(1.0 + 0 * x, y)[0])
         if ty is not None:
             zero = x == 0
-            dy = ty * np.where(zero, 0.0, x / np.where(zero, 1.0, y if plain else 1 + y))
+            dy = ty * np.where(zero, 0.0, x / np.where(zero, 1.0, y if is_xlogy else 1 + y))
             out = dy if out is None else out + dy
     return out
 

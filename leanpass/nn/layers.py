@@ -292,7 +292,7 @@ class Embedding(Module):
     def __call__(self, indices: ArrayLike) -> Tensor:
         """The rows of ``weight`` at integer ``indices`` (any shape): shape ``indices.shape + (dim,)``."""
         idx = indices._data if type(indices) is Tensor else indices
-        idx = idx if isinstance(idx, _lift.RAW) else np.asarray(idx)
+        idx = idx if isinstance(idx, _lift.ARRAYS) else np.asarray(idx)
         if idx.dtype.kind not in "iu":
             raise TypeError(f"Embedding: indices must be integers, got dtype {idx.dtype}; use labels.astype(int)")
         n = _leaf_shape(self.weight)[0]
@@ -374,7 +374,7 @@ def dropout(x: ArrayLike, rate: float, rng: np.random.Generator | None) -> Any:
             "to each call (it advances, so each call gets a fresh mask)."
         )
     gen = rng
-    data = x._data if type(x) is Tensor else x if isinstance(x, _lift.RAW) else np.asarray(x)
+    data = x._data if type(x) is Tensor else x if isinstance(x, _lift.ARRAYS) else np.asarray(x)
     dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
     keep = (gen.random(np.shape(data)) >= rate).astype(dtype) * dtype.type(1.0 / (1.0 - rate))
     return x * keep

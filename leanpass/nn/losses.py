@@ -43,14 +43,14 @@ def _reduce(loss: Any, reduction: str) -> Tensor:
 
 
 def _raw(x: Any) -> Any:
-    return x._data if type(x) is Tensor else x if isinstance(x, _lift.RAW) else np.asarray(x)
+    return x._data if type(x) is Tensor else x if isinstance(x, _lift.ARRAYS) else np.asarray(x)
 
 
 def _as_float(x: ArrayLike) -> Any:
     """Tensors pass through; anything else becomes an array (ints become float64)."""
     if type(x) is Tensor:
         return x
-    arr = x if isinstance(x, _lift.RAW) else np.asarray(x)
+    arr = x if isinstance(x, _lift.ARRAYS) else np.asarray(x)
     return arr if arr.dtype.kind == "f" else arr.astype(np.float64)
 
 
@@ -58,7 +58,7 @@ def _like(target: ArrayLike, pred: Any, where: str) -> Any:
     """A target as an array in the prediction's dtype (a Tensor target is kept: it may be differentiated)."""
     if type(target) is Tensor:
         return target
-    arr = target if isinstance(target, _lift.RAW) else np.asarray(target)
+    arr = target if isinstance(target, _lift.ARRAYS) else np.asarray(target)
     dtype = _raw(pred).dtype
     return arr if arr.dtype == dtype else arr.astype(dtype)
 
@@ -131,7 +131,7 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean",
     shape = data.shape if type(data) is np.ndarray else np.shape(data)
     if len(shape) < 1:
         raise ValueError("cross_entropy: logits need a class axis (shape (n, classes) or (classes,))")
-    lab = labels if isinstance(labels, _lift.RAW) else labels._data if type(labels) is Tensor else np.asarray(labels)
+    lab = labels if isinstance(labels, _lift.ARRAYS) else labels._data if type(labels) is Tensor else np.asarray(labels)
     if lab.dtype.kind in "iu":
         if lab.shape != shape[:-1]:
             raise ValueError(

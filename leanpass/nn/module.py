@@ -234,7 +234,7 @@ def _as_input(x: Any, dtype: Any) -> Any:
         return x if x._data.dtype == dtype else ops.astype(x, dtype)
     if type(x) is np.ndarray and x.dtype == dtype:  # the usual batch: no np.asarray call
         return x
-    arr = x if isinstance(x, _lift.RAW) else np.asarray(x)
+    arr = x if isinstance(x, _lift.ARRAYS) else np.asarray(x)
     return arr if arr.dtype == dtype else arr.astype(dtype)
 
 

@@ -286,7 +286,7 @@ def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor:
     Tensor([0., 2.])
     """
     c = _value(cond)
-    c = c if isinstance(c, _lift.RAW) else np.asarray(c)
+    c = c if isinstance(c, _lift.ARRAYS) else np.asarray(c)
     return apply(F.where, "where", c if c.dtype == bool else c.astype(bool), _tensor(x), _tensor(y))
 
 

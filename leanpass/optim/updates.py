@@ -41,7 +41,7 @@ def _raw(x: Any) -> Any:
     """The array inside a leaf: a Tensor's data, an array, or a Python number as an array."""
     if type(x) is Tensor:
         return x._data
-    return x if isinstance(x, _lift.RAW) else np.asarray(x)
+    return x if isinstance(x, _lift.ARRAYS) else np.asarray(x)
 
 
 def _float(v: Any) -> Any:

@@ -34,7 +34,7 @@ def _data(x: Any) -> Any:
 
 def _as(x: Any, dtype: Any = None) -> Any:
     """``np.asarray(x, dtype)``, kept recorded for a stand-in of jit (or vmap), which it would make a constant."""
-    if isinstance(x, _lift.RAW) and type(x) is not np.ndarray:
+    if isinstance(x, _lift.ARRAYS) and type(x) is not np.ndarray:
         return x if dtype is None or x.dtype == dtype else x.astype(dtype)
     return np.asarray(x, dtype)
 

@@ -35,7 +35,7 @@ def _fresh(x: Any, bit: int, where: str) -> Tensor:
                 return _tensor._forward_hook("identity", data, _pass_through, x._marks | bit, (x,))
             return _node(data, x._marks | bit, "identity", (x,), _pass_through)
     else:
-        data = x.view() if isinstance(x, _lift.RAW) and _lift.is_array(x) else _lift.asarray(x)
+        data = x.view() if isinstance(x, _lift.ARRAYS) and _lift.is_array(x) else _lift.asarray(x)
     dtype = getattr(data, "dtype", None)
     if dtype is None or dtype.kind != "f":
         _check_float(data, where)  # raises
@@ -221,7 +221,7 @@ def value_and_grad(
                     f"{type(out).__name__}."
                 )
             out = _const(np.asarray(out))
-        data = out._data if isinstance(out._data, _lift.RAW) else np.asarray(out._data)
+        data = out._data if isinstance(out._data, _lift.ARRAYS) else np.asarray(out._data)
         if data.dtype.kind != "f":
             what = " (a comparison or a test such as np.allclose has no gradient)" if data.dtype.kind == "b" else ""
             raise TypeError(
@@ -299,7 +299,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             c_arr: Any
             if type(c) is Tensor:
                 c_arr = c
-            elif isinstance(c, _lift.RAW) and type(c) is not np.ndarray:  # a stand-in of jit
+            elif isinstance(c, _lift.ARRAYS) and type(c) is not np.ndarray:  # a stand-in of jit
                 c_arr = c.astype(o.dtype if type(o) is Tensor else np.result_type(o))
             else:
                 c_arr = np.array(_real_cotangent(c, "vjp_fn"), dtype=np.result_type(o))

@@ -370,7 +370,7 @@ def _enter(x: Any, axis: int, lvl: Level) -> Any:
         if x._marks:
             return apply(_to_batch, "vmap_batch", x, axis, lvl)
         return _const(_to_batch(x._data, axis, lvl)[0])
-    if not isinstance(x, _lift.RAW):  # (a stand-in of jit stays one: np.asarray would make it a constant)
+    if not isinstance(x, _lift.ARRAYS):  # (a stand-in of jit stays one: np.asarray would make it a constant)
         x = np.asarray(x)
     v = np.moveaxis(x, axis, 0) if axis else x
     if type(v) is np.ndarray:
