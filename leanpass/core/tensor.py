@@ -69,45 +69,65 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
     """
 
     def record(self: Any, other: Any) -> Tensor:
+        ts = self._marks
         if type(other) is Tensor:
             od = other._data
             to = other._marks
-        elif type(other) in _NUMBER:
-            od = other
+            need = (_BOTH if to else _FIRST) if ts else (_SECOND if to else _NEITHER)
+        else:  # a constant: a Python number (the common case, first) or an array
+            od = other if type(other) in _NUMBER else _operand(other, name)
             to = 0
-        else:
-            od = _operand(other, name)
-            to = 0
-        ts = self._marks
-        marks = ts | to
+            need = _FIRST if ts else _NEITHER
         try:
-            if reflected:
-                out, vjp = fn(od, self._data, (_BOTH if ts else _FIRST) if to else (_SECOND if ts else _NEITHER))
-            else:
-                out, vjp = fn(self._data, od, (_BOTH if to else _FIRST) if ts else (_SECOND if to else _NEITHER))
+            out, vjp = fn(self._data, od, need)
         except ValueError as e:
-            raise _shape_error(name, self._data, od, reflected, e) from None
-        if marks and _no_grad_entered:  # (the slow path: no_grad(), debug_nans() or jvp was entered)
-            return _recorded(name, out, vjp, marks, (other, self) if reflected else (self, other))
+            raise _shape_error(name, self._data, od, False, e) from None
+        marks = ts | to
         if not marks:
             return _const(out)
+        if _no_grad_entered:  # (the slow path: no_grad(), debug_nans() or jvp was entered)
+            return _recorded(name, out, vjp, marks, (self, other))
         node: Any = _Building()
         node._data = out
         node._grad = None
         node._marks = marks
         node._op = name
-        if reflected:
-            node._a = other
-            node._b = self
-        else:
-            node._a = self
-            node._b = other
+        node._a = self
+        node._b = other
         node._rest = ()
         node._vjp = vjp
         node._seq = _next_seq()
         node.__class__ = Tensor
         return node
 
+    def record_reflected(self: Any, other: Any) -> Tensor:  # other <op> self
+        if type(other) is Tensor:
+            return record(other, self)
+        ts = self._marks
+        od = other if type(other) in _NUMBER else _operand(other, name)
+        try:
+            out, vjp = fn(od, self._data, _SECOND if ts else _NEITHER)
+        except ValueError as e:
+            raise _shape_error(name, self._data, od, True, e) from None
+        if not ts:
+            return _const(out)
+        if _no_grad_entered:
+            return _recorded(name, out, vjp, ts, (other, self))
+        node: Any = _Building()
+        node._data = out
+        node._grad = None
+        node._marks = ts
+        node._op = name
+        node._a = other
+        node._b = self
+        node._rest = ()
+        node._vjp = vjp
+        node._seq = _next_seq()
+        node.__class__ = Tensor
+        return node
+
+    if reflected:
+        record = record_reflected
     record.__name__ = f"{'reflected ' if reflected else ''}{name}"
     record.__doc__ = f"``{'other ' + name + ' self' if reflected else 'self ' + name + ' other'}`` (op {name!r})."
     return record
@@ -137,10 +157,10 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
             xd = _operand(x, name)
             marks = 0
         out, vjp = fn(xd)
-        if marks and _no_grad_entered:
-            return _recorded(name, out, vjp, marks, (x,))
         if not marks:
             return _const(out)
+        if _no_grad_entered:
+            return _recorded(name, out, vjp, marks, (x,))
         node: Any = _Building()
         node._data = out
         node._grad = None
