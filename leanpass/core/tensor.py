@@ -20,7 +20,6 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -179,7 +178,6 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
     return record
 
 
-@dataclass(frozen=True, eq=False, init=False, repr=False)
 class Tensor:
     """An immutable n-dimensional array that records the operations made from it.
 
@@ -771,15 +769,26 @@ class _Size(int):
 def _setattr(self: Tensor, name: str, value: Any) -> None:
     """Tensors are frozen; the one writable slot is ``.grad`` (where ``backward`` leaves gradients)."""
     if name != "grad":
-        raise FrozenInstanceError(
-            f"Tensors are immutable: cannot assign to '{name}'. Build a new Tensor instead "
-            "(e.g. t = Tensor(values, requires_grad=True)), or update parameters functionally "
-            "with leanpass.optim."
-        )
+        raise _frozen(f"cannot assign to '{name}'")
     object.__setattr__(self, name, value)
 
 
+def _delattr(self: Tensor, name: str) -> None:
+    raise _frozen(f"cannot delete '{name}'")
+
+
+def _frozen(what: str) -> Exception:
+    # (dataclasses' error, as frozen dataclasses raise; imported here: `import leanpass` does not load dataclasses)
+    from dataclasses import FrozenInstanceError
+
+    return FrozenInstanceError(
+        f"Tensors are immutable: {what}. Build a new Tensor instead (e.g. t = Tensor(values, requires_grad=True)), "
+        "or update parameters functionally with leanpass.optim."
+    )
+
+
 Tensor.__setattr__ = _setattr  # type: ignore[method-assign, assignment]
+Tensor.__delattr__ = _delattr  # type: ignore[method-assign, assignment]
 for _name in ("sum", "mean", "max", "min", "var", "std", "squeeze", "softmax", "log_softmax", "argmax", "argmin",
               "take"):
     setattr(Tensor, _name, _axis_not_dim(getattr(Tensor, _name)))
