@@ -34,7 +34,7 @@ import numpy as np
 from ..core.tensor import ArrayLike, Tensor
 from ..data import _generator as _check_rng
 from ..functional.norms import batch_statistics
-from ..numpy import basics as ops
+from ..numpy import basics
 from ..numpy import convolution as conv
 from .module import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
 
@@ -269,11 +269,11 @@ class Flatten(Module):
     def __call__(self, x: ArrayLike) -> Tensor:
         """``x`` with the axes flattened."""
         shape = np.shape(x._data if type(x) is Tensor else x)
-        a, b = ops._axis(self.start_dim, len(shape), "Flatten"), ops._axis(self.end_dim, len(shape), "Flatten")
+        a, b = basics._axis(self.start_dim, len(shape), "Flatten"), basics._axis(self.end_dim, len(shape), "Flatten")
         if a > b:
             raise ValueError(f"Flatten: start_dim {self.start_dim} comes after end_dim {self.end_dim} "
                              f"for an input of shape {shape}")
-        return ops.reshape(x, shape[:a] + (-1,) + shape[b + 1:])
+        return basics.reshape(x, shape[:a] + (-1,) + shape[b + 1:])
 
     def _summary(self) -> str:
         return f"Flatten({self.start_dim}, {self.end_dim})"
@@ -398,11 +398,11 @@ class BatchNorm(Module):
             return y, {k: v.astype(self._dtype(), copy=False) for k, v in new.items()}
         shape = tuple(c if a == axis else 1 for a in range(ndim))
         inv = 1.0 / np.sqrt(state["var"] + self.eps)
-        scale = inv if self.weight is None else ops.multiply(self.weight, inv)
+        scale = inv if self.weight is None else basics.multiply(self.weight, inv)
         shift = -state["mean"] * scale
         if self.bias is not None:
             shift = shift + self.bias
-        return x * ops.reshape(scale, shape) + ops.reshape(shift, shape)
+        return x * basics.reshape(scale, shape) + basics.reshape(shift, shape)
 
     def _summary(self) -> str:
         return f"BatchNorm({self.num_features}, eps={self.eps:g}, momentum={self.momentum:g}, axis={self.axis})"

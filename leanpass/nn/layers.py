@@ -20,7 +20,7 @@ from ..core.tensor import ArrayLike, Tensor, _linear
 from ..core.tree import register_pytree, set_child_names
 from ..data import _generator as _check_rng
 from ..functional import _lift
-from ..numpy import basics as ops
+from ..numpy import basics
 from ..numpy.basics import gelu, leaky_relu, relu, sigmoid, softplus, tanh
 from .init import _initialiser, zeros
 from .module import DTypeLike, Module, _as_input, _dynamic_fields, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
@@ -55,7 +55,7 @@ def _activation_name(activation: str | Callable[[Any], Any]) -> str:
             )
         return activation
     for name, fn in ACTIVATIONS.items():
-        if fn is activation or getattr(ops, name, None) is activation:
+        if fn is activation or getattr(basics, name, None) is activation:
             return name
     raise ValueError(
         f"activation {activation!r} is not one of nn.ACTIVATIONS ({sorted(ACTIVATIONS)}); pass its "
@@ -114,7 +114,7 @@ class Linear(Module):
         x = _as_input(x, w._data.dtype if type(w) is Tensor else w.dtype)
         try:
             if b is None:
-                return ops.matmul(x, w)
+                return basics.matmul(x, w)
             return _linear(x, w, b)  # one op: x @ w + b
         except ValueError as e:
             raise _width_error(self, x, self.in_features, e) from None
@@ -298,7 +298,7 @@ class Embedding(Module):
         n = _leaf_shape(self.weight)[0]
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             raise IndexError(f"Embedding: indices must be in [0, {n}); got values from {idx.min()} to {idx.max()}")
-        return ops.take(self.weight, idx, axis=0)
+        return basics.take(self.weight, idx, axis=0)
 
     def _summary(self) -> str:
         n, d = _leaf_shape(self.weight)
@@ -328,10 +328,10 @@ class LayerNorm(Module):
     def __call__(self, x: ArrayLike) -> Tensor:
         """Normalise ``x`` of shape ``(..., dim)`` over its last axis."""
         x = _as_input(x, self.weight.dtype)
-        mu = ops.mean(x, axis=-1, keepdims=True)
-        var = ops.var(x, axis=-1, keepdims=True)
+        mu = basics.mean(x, axis=-1, keepdims=True)
+        var = basics.var(x, axis=-1, keepdims=True)
         try:
-            return (x - mu) / ops.sqrt(var + self.eps) * self.weight + self.bias
+            return (x - mu) / basics.sqrt(var + self.eps) * self.weight + self.bias
         except ValueError as e:
             raise _width_error(self, x, _leaf_shape(self.weight)[0], e) from None
 

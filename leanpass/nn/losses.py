@@ -21,7 +21,7 @@ import numpy as np
 from .. import functional as F
 from ..core.tensor import ArrayLike, Tensor, apply
 from ..functional import _lift
-from ..numpy import basics as ops
+from ..numpy import basics
 
 __all__ = ["mse", "cross_entropy", "binary_cross_entropy_with_logits"]
 
@@ -36,9 +36,9 @@ def _check_reduction(reduction: str, where: str) -> None:
 
 def _reduce(loss: Any, reduction: str) -> Tensor:
     if reduction == "mean":
-        return ops.mean(loss)
+        return basics.mean(loss)
     if reduction == "sum":
-        return ops.sum(loss)
+        return basics.sum(loss)
     return loss if type(loss) is Tensor else Tensor(loss)
 
 
@@ -88,7 +88,7 @@ def mse(pred: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Tensor:
     pred = _as_float(pred)
     target = _like(target, pred, "mse")
     _same_shape(pred, target, "mse: pred", "target")
-    diff = ops.subtract(pred, target)
+    diff = basics.subtract(pred, target)
     return _reduce(diff * diff, reduction)
 
 
@@ -123,7 +123,7 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean",
         hard = cross_entropy(logits, labels, reduction)
         if type(logits) is not Tensor:
             logits = _as_float(logits)
-        uniform = _reduce(ops.logsumexp(logits, axis=-1) - ops.mean(logits, axis=-1), reduction)
+        uniform = _reduce(basics.logsumexp(logits, axis=-1) - basics.mean(logits, axis=-1), reduction)
         return hard * (1.0 - eps) + uniform * eps
     if type(logits) is not Tensor:
         logits = _as_float(logits)
@@ -141,13 +141,13 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean",
         classes = shape[-1]
         if lab.size and _min(lab, axis=None) < 0:  # (too large an index makes the op raise IndexError)
             raise _label_range_error(lab, classes)
-        flat = logits if len(shape) == 2 else ops.reshape(logits, (-1, classes))
+        flat = logits if len(shape) == 2 else basics.reshape(logits, (-1, classes))
         try:
             loss = apply(F.cross_entropy, "cross_entropy", flat, lab if lab.ndim == 1 else lab.reshape(-1), reduction)
         except IndexError:
             raise _label_range_error(lab, classes) from None
         if reduction == "none" and len(shape) != 2:
-            loss = ops.reshape(loss, shape[:-1])
+            loss = basics.reshape(loss, shape[:-1])
         return loss
     if lab.dtype.kind == "f" or type(labels) is Tensor:
         if lab.shape != shape:
@@ -156,7 +156,7 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean",
                 "For class indices pass an integer array of shape logits.shape[:-1]."
             )
         target = _like(labels, logits, "cross_entropy")
-        per_example = -ops.sum(target * ops.log_softmax(logits, axis=-1), axis=-1)
+        per_example = -basics.sum(target * basics.log_softmax(logits, axis=-1), axis=-1)
         return _reduce(per_example, reduction)
     raise TypeError(
         f"cross_entropy: labels must be integer class indices or float probabilities, got dtype {lab.dtype}."
@@ -182,4 +182,4 @@ def binary_cross_entropy_with_logits(logits: ArrayLike, targets: ArrayLike, redu
     logits = _as_float(logits)
     target = _like(targets, logits, "binary_cross_entropy_with_logits")
     _same_shape(logits, target, "binary_cross_entropy_with_logits: logits", "targets")
-    return _reduce(ops.softplus(logits) - logits * target, reduction)
+    return _reduce(basics.softplus(logits) - logits * target, reduction)

@@ -22,7 +22,7 @@ import numpy as np
 from ..core.tensor import Tensor
 from ..core.tree import _CACHE, register_pytree, tree_flatten, tree_map
 from ..functional import _lift
-from ..numpy import basics as ops
+from ..numpy import basics
 
 DTypeLike = Any  # np.float32, np.float64, "float32", ...
 
@@ -231,7 +231,7 @@ def _as_input(x: Any, dtype: Any) -> Any:
     """The input in the layer's dtype: arrays and lists are cast; a Tensor of another dtype gets a
     recorded ``astype`` (so float64 data never silently turns a float32 model's output float64)."""
     if type(x) is Tensor:
-        return x if x._data.dtype == dtype else ops.astype(x, dtype)
+        return x if x._data.dtype == dtype else basics.astype(x, dtype)
     if type(x) is np.ndarray and x.dtype == dtype:  # the usual batch: no np.asarray call
         return x
     arr = x if isinstance(x, _lift.ARRAYS) else np.asarray(x)

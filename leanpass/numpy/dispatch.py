@@ -1,4 +1,4 @@
-"""NumPy's dispatch protocols: ``np.exp(t)``, ``np.sum(t, axis=0)``, ``arr + t`` record LeanPass ops.
+"""NumPy's dispatch protocols: ``np.exp(t)``, ``np.sum(t, axis=0)``, ``arr + t`` record LeanPass basics.
 
 A NumPy function or argument LeanPass does not differentiate raises a TypeError naming it,
 rather than silently dropping the graph (or an argument such as ``where=``).
@@ -19,10 +19,8 @@ import numpy as np
 from .. import functional as F
 from ..core import tensor as _tensor
 from ..core.tensor import Tensor, _value
-from . import arrays as ops_arrays
-from . import basics as ops
-from . import math as ops_math
-from . import products as ops_contract
+from . import arrays, basics, products
+from . import math as math_
 
 _IN_PLACE = (
     "out= cannot be used with Tensors (nor can in-place operators such as arr += t): LeanPass "
@@ -39,40 +37,40 @@ _PLAIN_UFUNCS = {
 }
 
 _UFUNCS: dict[Any, Callable[..., Any]] = {
-    np.add: ops.add,
-    np.subtract: ops.subtract,
-    np.multiply: ops.multiply,
-    np.true_divide: ops.divide,
-    np.power: ops.power,
-    np.float_power: ops.power,
-    np.matmul: ops.matmul,
-    np.negative: ops.negative,
+    np.add: basics.add,
+    np.subtract: basics.subtract,
+    np.multiply: basics.multiply,
+    np.true_divide: basics.divide,
+    np.power: basics.power,
+    np.float_power: basics.power,
+    np.matmul: basics.matmul,
+    np.negative: basics.negative,
     np.positive: lambda x: x,
-    np.maximum: ops.maximum,
-    np.minimum: ops.minimum,
-    np.logaddexp: ops.logaddexp,
-    np.exp: ops.exp,
-    np.log: ops.log,
-    np.tanh: ops.tanh,
-    np.absolute: ops.abs,
-    np.sqrt: ops.sqrt,
-    np.square: ops.square,
-    np.sin: ops.sin,
-    np.cos: ops.cos,
-    np.reciprocal: lambda x: ops.divide(1.0, x),
+    np.maximum: basics.maximum,
+    np.minimum: basics.minimum,
+    np.logaddexp: basics.logaddexp,
+    np.exp: basics.exp,
+    np.log: basics.log,
+    np.tanh: basics.tanh,
+    np.absolute: basics.abs,
+    np.sqrt: basics.sqrt,
+    np.square: basics.square,
+    np.sin: basics.sin,
+    np.cos: basics.cos,
+    np.reciprocal: lambda x: basics.divide(1.0, x),
 }
 
 # NumPy's elementwise math (functional.ELEMENTWISE): each ufunc of an op's record (``numpy=``), the
 # LeanPass function of the op's name; and two aliases.
-_UFUNCS.update({f: getattr(ops_math, rec.name) for rec in F.REGISTRY.values()
+_UFUNCS.update({f: getattr(math_, rec.name) for rec in F.REGISTRY.values()
                 if rec.module == "leanpass.functional.elementwise" for f in rec.numpy if isinstance(f, np.ufunc)})
-_UFUNCS.update({np.radians: ops_math.radians, np.degrees: ops_math.degrees})
+_UFUNCS.update({np.radians: math_.radians, np.degrees: math_.degrees})
 
 # ``ufunc.reduce`` on a Tensor: the reduction of the same meaning.
-_REDUCES: dict[Any, Callable[..., Any]] = {np.add: ops.sum, np.maximum: ops.max, np.minimum: ops.min}
-_REDUCES[np.multiply] = ops_math.prod
+_REDUCES: dict[Any, Callable[..., Any]] = {np.add: basics.sum, np.maximum: basics.max, np.minimum: basics.min}
+_REDUCES[np.multiply] = math_.prod
 # ``ufunc.accumulate``: the running op of the same meaning.
-_ACCUMULATES: dict[Any, Callable[..., Any]] = {np.add: ops_math.cumsum, np.multiply: ops_math.cumprod}
+_ACCUMULATES: dict[Any, Callable[..., Any]] = {np.add: math_.cumsum, np.multiply: math_.cumprod}
 
 
 def _name(func: Any) -> str:
@@ -175,12 +173,12 @@ def _unsupported(func: Any) -> Any:
 # arguments LeanPass supports) and the names of those keyword arguments.
 def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     _check_kwargs("np.sum", {"dtype": dtype, "out": out})
-    return ops.sum(a, axis, bool(keepdims))
+    return basics.sum(a, axis, bool(keepdims))
 
 
 def _mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     _check_kwargs("np.mean", {"dtype": dtype, "out": out})
-    return ops.mean(a, axis, bool(keepdims))
+    return basics.mean(a, axis, bool(keepdims))
 
 
 def _extreme(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -203,7 +201,7 @@ def _moment(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 def _reshape(a: Any, shape: Any = None, order: str = "C", newshape: Any = None) -> Any:
     if order != "C":
         raise TypeError(f"np.reshape on a Tensor supports only order='C', not {order!r}")
-    return ops.reshape(a, shape if shape is not None else newshape)
+    return basics.reshape(a, shape if shape is not None else newshape)
 
 
 def _join(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -218,12 +216,12 @@ def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "
     _check_kwargs("np.take", {"out": out})
     if mode != "raise":
         raise TypeError(f"np.take on a Tensor supports only mode='raise', not {mode!r}")
-    return ops.take(a, indices, axis)
+    return basics.take(a, indices, axis)
 
 
 def _einsum(*operands: Any, out: Any = None, dtype: Any = None, optimize: Any = None) -> Any:
     _check_kwargs("np.einsum", {"out": out, "dtype": dtype})
-    return ops.einsum(*operands)
+    return basics.einsum(*operands)
 
 
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
@@ -231,12 +229,12 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
         return np.where(_value(condition))
     if x is None or y is None:
         raise ValueError("np.where: either both or neither of x and y should be given")
-    return ops.where(condition, x, y)
+    return basics.where(condition, x, y)
 
 
 def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, min: Any = None, max: Any = None) -> Any:
     _check_kwargs("np.clip", {"out": out})
-    return ops.clip(a, a_min if min is None else min, a_max if max is None else max)
+    return basics.clip(a, a_min if min is None else min, a_max if max is None else max)
 
 
 def _pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
@@ -253,22 +251,22 @@ _AXIS_KEEP = ("axis", "keepdims")
 _FUNCTIONS: dict[Any, tuple[Callable[..., Any], tuple[str, ...]]] = {
     np.sum: (_sum, ("axis", "dtype", "out", "keepdims")),
     np.mean: (_mean, ("axis", "dtype", "out", "keepdims")),
-    np.max: (_extreme(ops.max, "np.max"), ("axis", "out", "keepdims")),
-    np.min: (_extreme(ops.min, "np.min"), ("axis", "out", "keepdims")),
-    np.amax: (_extreme(ops.max, "np.amax"), ("axis", "out", "keepdims")),
-    np.amin: (_extreme(ops.min, "np.amin"), ("axis", "out", "keepdims")),
-    np.var: (_moment(ops.var, "np.var"), ("axis", "dtype", "out", "ddof", "keepdims")),
-    np.std: (_moment(ops.std, "np.std"), ("axis", "dtype", "out", "ddof", "keepdims")),
+    np.max: (_extreme(basics.max, "np.max"), ("axis", "out", "keepdims")),
+    np.min: (_extreme(basics.min, "np.min"), ("axis", "out", "keepdims")),
+    np.amax: (_extreme(basics.max, "np.amax"), ("axis", "out", "keepdims")),
+    np.amin: (_extreme(basics.min, "np.amin"), ("axis", "out", "keepdims")),
+    np.var: (_moment(basics.var, "np.var"), ("axis", "dtype", "out", "ddof", "keepdims")),
+    np.std: (_moment(basics.std, "np.std"), ("axis", "dtype", "out", "ddof", "keepdims")),
     np.reshape: (_reshape, ("shape", "order", "newshape")),
     np.ravel: (lambda a, order="C": _reshape(a, (-1,), order), ("order",)),
-    np.transpose: (lambda a, axes=None: ops.transpose(a, axes), ("axes",)),
-    np.swapaxes: (ops.swapaxes, ("axis1", "axis2")),
-    np.expand_dims: (ops.expand_dims, ("axis",)),
-    np.squeeze: (lambda a, axis=None: ops.squeeze(a, axis), ("axis",)),
-    np.broadcast_to: (lambda array, shape, subok=False: ops.broadcast_to(array, shape), ("shape", "subok")),
-    np.concatenate: (_join(ops.concatenate, "np.concatenate"), ("axis", "out", "dtype")),
-    np.stack: (_join(ops.stack, "np.stack"), ("axis", "out", "dtype")),
-    np.split: (lambda ary, indices_or_sections, axis=0: ops.split(ary, indices_or_sections, axis), ("axis",)),
+    np.transpose: (lambda a, axes=None: basics.transpose(a, axes), ("axes",)),
+    np.swapaxes: (basics.swapaxes, ("axis1", "axis2")),
+    np.expand_dims: (basics.expand_dims, ("axis",)),
+    np.squeeze: (lambda a, axis=None: basics.squeeze(a, axis), ("axis",)),
+    np.broadcast_to: (lambda array, shape, subok=False: basics.broadcast_to(array, shape), ("shape", "subok")),
+    np.concatenate: (_join(basics.concatenate, "np.concatenate"), ("axis", "out", "dtype")),
+    np.stack: (_join(basics.stack, "np.stack"), ("axis", "out", "dtype")),
+    np.split: (lambda ary, indices_or_sections, axis=0: basics.split(ary, indices_or_sections, axis), ("axis",)),
     np.where: (_where, ()),
     np.clip: (_clip, ("a_min", "a_max", "out", "min", "max")),
     np.take: (_take, ("axis", "out", "mode")),
@@ -320,7 +318,7 @@ _FUNCTIONS.update({
 })
 
 
-# ----- NumPy's math, reductions, products and array arranging (ops_math, ops_contract, ops_arrays) ------
+# ----- NumPy's math, reductions, products and array arranging (math.py, products.py, arrays.py) ------
 def _no_out(name: str, **given: Any) -> None:
     """Reject ``out=`` / ``dtype=`` (None means "not given")."""
     _check_kwargs(name, given)
@@ -345,13 +343,13 @@ def _scan(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, stable: Any = None) -> Any:
     if order is not None:
         raise TypeError("np.sort on a Tensor does not support order= (it sorts numbers, not records)")
-    return ops_math.sort(a, axis)  # always stable: the values are the same for every kind
+    return math_.sort(a, axis)  # always stable: the values are the same for every kind
 
 
 def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect", order: Any = None) -> Any:
     if order is not None:
         raise TypeError("np.partition on a Tensor does not support order=")
-    return ops_math.partition(a, kth, axis)
+    return math_.partition(a, kth, axis)
 
 
 def _quantile(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -366,22 +364,22 @@ def _quantile(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 def _median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False) -> Any:
     _no_out("np.median", out=out)
-    return ops_math.median(a, axis, None, False, bool(keepdims))
+    return math_.median(a, axis, None, False, bool(keepdims))
 
 
 def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
     _no_out("np.trace", dtype=dtype, out=out)
-    return ops_math.trace(a, offset, axis1, axis2)
+    return math_.trace(a, offset, axis1, axis2)
 
 
 def _fix(x: Any, out: Any = None) -> Any:
     _no_out("np.fix", out=out)
-    return ops_math.trunc(x)  # rounding towards zero is trunc
+    return math_.trunc(x)  # rounding towards zero is trunc
 
 
 def _ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     _no_out("np.ptp", out=out)
-    return ops_math.ptp(a, axis, bool(keepdims))
+    return math_.ptp(a, axis, bool(keepdims))
 
 
 def _product(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -394,13 +392,13 @@ def _product(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
     _no_out("np.round", out=out)
-    return ops_math.round(a, decimals)
+    return math_.round(a, decimals)
 
 
 def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
                shape: Any = None, device: Any = None) -> Any:
     if type(fill_value) is Tensor:
-        return ops_arrays.full_like(a, fill_value, dtype, shape)
+        return arrays.full_like(a, fill_value, dtype, shape)
     return np.full_like(_value(a), fill_value, dtype=dtype, shape=shape)
 
 
@@ -430,71 +428,71 @@ def _copyto(dst: Any, src: Any, casting: Any = "same_kind", where: Any = True) -
 
 
 _FUNCTIONS.update({
-    np.prod: (_reduction(ops_math.prod, "np.prod"), ("axis", "dtype", "out", "keepdims")),
-    np.nansum: (_reduction(ops_math.nansum, "np.nansum"), ("axis", "dtype", "out", "keepdims")),
-    np.nanmean: (_reduction(ops_math.nanmean, "np.nanmean"), ("axis", "dtype", "out", "keepdims")),
+    np.prod: (_reduction(math_.prod, "np.prod"), ("axis", "dtype", "out", "keepdims")),
+    np.nansum: (_reduction(math_.nansum, "np.nansum"), ("axis", "dtype", "out", "keepdims")),
+    np.nanmean: (_reduction(math_.nanmean, "np.nanmean"), ("axis", "dtype", "out", "keepdims")),
     np.ptp: (_ptp, ("axis", "out", "keepdims")),
-    np.cumsum: (_scan(ops_math.cumsum, "np.cumsum"), ("axis", "dtype", "out")),
-    np.cumprod: (_scan(ops_math.cumprod, "np.cumprod"), ("axis", "dtype", "out")),
-    np.average: (ops_math.average, ("axis", "weights", "returned", "keepdims")),
+    np.cumsum: (_scan(math_.cumsum, "np.cumsum"), ("axis", "dtype", "out")),
+    np.cumprod: (_scan(math_.cumprod, "np.cumprod"), ("axis", "dtype", "out")),
+    np.average: (math_.average, ("axis", "weights", "returned", "keepdims")),
     np.sort: (_sort, ("axis", "kind", "order", "stable")),
     np.partition: (_partition, ("axis", "kind", "order")),
-    np.quantile: (_quantile(ops_math.quantile, "np.quantile"),
+    np.quantile: (_quantile(math_.quantile, "np.quantile"),
                   ("axis", "out", "overwrite_input", "method", "keepdims", "weights", "interpolation")),
-    np.percentile: (_quantile(ops_math.percentile, "np.percentile"),
+    np.percentile: (_quantile(math_.percentile, "np.percentile"),
                     ("axis", "out", "overwrite_input", "method", "keepdims", "weights", "interpolation")),
     np.median: (_median, ("axis", "out", "overwrite_input", "keepdims")),
-    np.diff: (ops_math.diff, ("n", "axis", "prepend", "append")),
+    np.diff: (math_.diff, ("n", "axis", "prepend", "append")),
     np.trace: (_trace, ("offset", "axis1", "axis2", "dtype", "out")),
-    np.sinc: (ops_math.sinc, ()),
+    np.sinc: (math_.sinc, ()),
     np.round: (_round, ("decimals", "out")),
     np.around: (_round, ("decimals", "out")),
-    np.nan_to_num: (ops_math.nan_to_num, ("copy", "nan", "posinf", "neginf")),
+    np.nan_to_num: (math_.nan_to_num, ("copy", "nan", "posinf", "neginf")),
     np.fix: (_fix, ("out",)),
-    np.dot: (_product(ops_contract.dot, "np.dot"), ("out",)),
-    np.vdot: (ops_contract.vdot, ()),
-    np.inner: (ops_contract.inner, ()),
-    np.outer: (_product(ops_contract.outer, "np.outer"), ("out",)),
-    np.tensordot: (ops_contract.tensordot, ("axes",)),
-    np.kron: (ops_contract.kron, ()),
-    np.cross: (ops_contract.cross, ("axisa", "axisb", "axisc", "axis")),
-    np.vstack: (_join_tuple(ops_arrays.vstack, "np.vstack"), ("dtype", "casting")),
-    np.hstack: (_join_tuple(ops_arrays.hstack, "np.hstack"), ("dtype", "casting")),
-    np.dstack: (ops_arrays.dstack, ()),
-    np.column_stack: (ops_arrays.column_stack, ()),
-    np.block: (ops_arrays.block, ()),
-    np.repeat: (ops_arrays.repeat, ("axis",)),
-    np.tile: (ops_arrays.tile, ()),
-    np.roll: (ops_arrays.roll, ("axis",)),
-    np.flip: (ops_arrays.flip, ("axis",)),
-    np.fliplr: (ops_arrays.fliplr, ()),
-    np.flipud: (ops_arrays.flipud, ()),
-    np.rot90: (ops_arrays.rot90, ("k", "axes")),
-    np.moveaxis: (ops_arrays.moveaxis, ()),
-    np.rollaxis: (ops_arrays.rollaxis, ("start",)),
-    np.atleast_1d: (ops_arrays.atleast_1d, ()),
-    np.atleast_2d: (ops_arrays.atleast_2d, ()),
-    np.atleast_3d: (ops_arrays.atleast_3d, ()),
-    np.array_split: (ops_arrays.array_split, ("axis",)),
-    np.vsplit: (ops_arrays.vsplit, ()),
-    np.hsplit: (ops_arrays.hsplit, ()),
-    np.dsplit: (ops_arrays.dsplit, ()),
-    np.tril: (ops_arrays.tril, ("k",)),
-    np.triu: (ops_arrays.triu, ("k",)),
-    np.diag: (ops_arrays.diag, ("k",)),
-    np.diagonal: (ops_arrays.diagonal, ("offset", "axis1", "axis2")),
-    np.diagflat: (ops_arrays.diagflat, ("k",)),
-    np.take_along_axis: (ops_arrays.take_along_axis, ("axis",)),
-    np.select: (ops_arrays.select, ("default",)),
-    np.broadcast_arrays: (ops_arrays.broadcast_arrays, ("subok",)),
-    np.meshgrid: (ops_arrays.meshgrid, ("copy", "sparse", "indexing")),
+    np.dot: (_product(products.dot, "np.dot"), ("out",)),
+    np.vdot: (products.vdot, ()),
+    np.inner: (products.inner, ()),
+    np.outer: (_product(products.outer, "np.outer"), ("out",)),
+    np.tensordot: (products.tensordot, ("axes",)),
+    np.kron: (products.kron, ()),
+    np.cross: (products.cross, ("axisa", "axisb", "axisc", "axis")),
+    np.vstack: (_join_tuple(arrays.vstack, "np.vstack"), ("dtype", "casting")),
+    np.hstack: (_join_tuple(arrays.hstack, "np.hstack"), ("dtype", "casting")),
+    np.dstack: (arrays.dstack, ()),
+    np.column_stack: (arrays.column_stack, ()),
+    np.block: (arrays.block, ()),
+    np.repeat: (arrays.repeat, ("axis",)),
+    np.tile: (arrays.tile, ()),
+    np.roll: (arrays.roll, ("axis",)),
+    np.flip: (arrays.flip, ("axis",)),
+    np.fliplr: (arrays.fliplr, ()),
+    np.flipud: (arrays.flipud, ()),
+    np.rot90: (arrays.rot90, ("k", "axes")),
+    np.moveaxis: (arrays.moveaxis, ()),
+    np.rollaxis: (arrays.rollaxis, ("start",)),
+    np.atleast_1d: (arrays.atleast_1d, ()),
+    np.atleast_2d: (arrays.atleast_2d, ()),
+    np.atleast_3d: (arrays.atleast_3d, ()),
+    np.array_split: (arrays.array_split, ("axis",)),
+    np.vsplit: (arrays.vsplit, ()),
+    np.hsplit: (arrays.hsplit, ()),
+    np.dsplit: (arrays.dsplit, ()),
+    np.tril: (arrays.tril, ("k",)),
+    np.triu: (arrays.triu, ("k",)),
+    np.diag: (arrays.diag, ("k",)),
+    np.diagonal: (arrays.diagonal, ("offset", "axis1", "axis2")),
+    np.diagflat: (arrays.diagflat, ("k",)),
+    np.take_along_axis: (arrays.take_along_axis, ("axis",)),
+    np.select: (arrays.select, ("default",)),
+    np.broadcast_arrays: (arrays.broadcast_arrays, ("subok",)),
+    np.meshgrid: (arrays.meshgrid, ("copy", "sparse", "indexing")),
     np.full_like: (_full_like, ("dtype", "order", "subok", "shape", "device")),
     np.empty_like: (lambda a, dtype=None, **kw: np.empty_like(_value(a), dtype=dtype, **kw), ("dtype", "shape")),
     np.put_along_axis: (_in_place("np.put_along_axis", "lp.put_along_axis(arr, indices, values, axis)"), ("axis",)),
     np.copyto: (_copyto, ("casting", "where")),
 })
 if hasattr(np, "row_stack"):  # (deprecated in NumPy 2)
-    _FUNCTIONS[np.row_stack] = (_join_tuple(ops_arrays.vstack, "np.row_stack"), ("dtype", "casting"))
+    _FUNCTIONS[np.row_stack] = (_join_tuple(arrays.vstack, "np.row_stack"), ("dtype", "casting"))
 
 
 _HARMLESS = {"order": "C", "casting": "same_kind", "subok": False, "copy": None}

@@ -4,7 +4,7 @@
 of every example with the mapped axis in front, and implements NumPy's protocols
 (``__array_ufunc__``, ``__array_function__``, operators, indexing, the array methods). Each
 NumPy call on one becomes one NumPy call on the whole batch, by a rule per NumPy function
-(:data:`RULES`, written in ``leanpass.batching_rules``; the ufuncs share one, here). LeanPass's
+(:data:`RULES`, written in ``rules.py``; the ufuncs share one, in ``batched.py``). LeanPass's
 ops, their VJP rules, the losses and the optimizers are written with NumPy calls, so they run
 on stand-ins unchanged, inside Tensors too: ``vmap(grad(loss))`` gives per-example gradients,
 ``grad`` of a function using ``vmap`` differentiates it, and ``vmap(vmap(f))`` nests (each
