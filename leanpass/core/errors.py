@@ -2,8 +2,8 @@
 
 When SciPy code converts a Tensor (``scipy.special.gammaln(t)``, ``scipy.stats.norm.logpdf(t)``), the
 message names the SciPy function the user called and the LeanPass function to call instead. These
-functions only read the call stack and look names up (by module name, on the error path only), so the
-core imports nothing above it.
+functions only read the call stack and look names up through ``lp``'s public names (on the error path
+only), so the core imports nothing above it.
 """
 
 from __future__ import annotations
@@ -15,15 +15,12 @@ import numpy as np
 
 
 def _leanpass_name(package: str, obj: str | None, func: str) -> str | None:
-    """``lp.special.gammaln`` for ``("scipy.special", None, "gammaln")``, if LeanPass has it."""
-    import importlib
-
-    short = package.split(".")[1] if package.count(".") >= 1 else ""
-    path = {"special": "scipy.special", "stats": "scipy.stats", "linalg": "numpy.linalg"}.get(short)
-    if path is None:
+    """``lp.special.gammaln`` for ``("scipy.special", None, "gammaln")``, if LeanPass has it: looked up as
+    the user would, through the public names of ``leanpass`` (which load their module on first use)."""
+    module = package.split(".")[1] if package.count(".") >= 1 else ""
+    if module not in ("special", "stats", "linalg"):
         return None
-    module = short
-    mod = importlib.import_module(f"leanpass.{path}")
+    mod = getattr(sys.modules["leanpass"], module)
     target: Any = getattr(mod, obj, None) if obj else mod
     if target is None or not callable(getattr(target, func, None)):
         return None
