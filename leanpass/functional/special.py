@@ -1,6 +1,6 @@
 """Special functions (what ``scipy.special`` offers), written in NumPy. Each op returns ``(ans, vjp)``.
 
-The elementwise ones are declared in one table, ``ELEMENTWISE``: a name, the values (plain NumPy on
+The elementwise ones are declared in one table, ``SPECIAL``: a name, the values (plain NumPy on
 arrays), and the derivative ``d(x, ans, *params)`` written with these same ops, so that each
 derivative is differentiable again: ``gammaln' = digamma``, ``digamma' = polygamma(1, .)``,
 ``polygamma(n, .)' = polygamma(n + 1, .)``, ``erfinv' = sqrt(pi) / 2 exp(erfinv**2)`` and so on, to any
@@ -310,7 +310,7 @@ def _value(op: Callable[..., Any], x: Any, *params: Any) -> Any:
     return op(x, *params)[0]
 
 
-ELEMENTWISE: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+SPECIAL: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     # name: (values(x, *params), derivative(x, ans, *params) written with these ops)
     "gammaln": (_gammaln_values, lambda x, ans: _value(digamma, x)),
     "digamma": (lambda x: _polygamma_values(x, 0), lambda x, ans: _value(polygamma, x, 1)),
@@ -321,7 +321,7 @@ ELEMENTWISE: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "logit": (_logit_values, lambda x, ans: 1 / (x * (1 - x))),
 }
 # (on NumPy 1.x a 0-d input meets the derivatives' Python constants in float64: cast back, see _lift.weak)
-ELEMENTWISE = {name: (values, in_dtype_of(d)) for name, (values, d) in ELEMENTWISE.items()}
+SPECIAL = {name: (values, in_dtype_of(d)) for name, (values, d) in SPECIAL.items()}
 
 
 def _in_float64(values: Callable[..., Any], x: Any, *params: Any) -> Any:
@@ -333,9 +333,9 @@ def _in_float64(values: Callable[..., Any], x: Any, *params: Any) -> Any:
     return values(x, *params)
 
 
-def _elementwise(name: str) -> Callable[..., Any]:
-    """The op of ``ELEMENTWISE[name]``, registered (its forward-mode rule ``t * d``, from the same derivative)."""
-    values, derivative = ELEMENTWISE[name]
+def _special_op(name: str) -> Callable[..., Any]:
+    """The op of ``SPECIAL[name]``, registered (its forward-mode rule ``t * d``, from the same derivative)."""
+    values, derivative = SPECIAL[name]
 
     def fn(x: Any, *params: Any) -> tuple[Any, Any]:
         from ._lift import apply  # (the Tensor layer's, once it is loaded)
@@ -345,33 +345,33 @@ def _elementwise(name: str) -> Callable[..., Any]:
             ans = apply(fn, name, x, *params)  # type: ignore[misc]
         else:
             ans = _in_float64(values, x, *params)
-        return ans, partial(_elementwise_vjp, derivative, x, ans, params)
+        return ans, partial(_special_vjp, derivative, x, ans, params)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``{name}`` elementwise (see the module docstring). ``vjp(g) = (g * d{name}/dx,)``."
-    op(name, fn, jvp=partial(_elementwise_jvp, derivative), keeps=("x", "ans"))
+    op(name, fn, jvp=partial(_special_jvp, derivative), keeps=("x", "ans"))
     return fn
 
 
-def _elementwise_vjp(derivative: Callable[..., Any], x: Any, ans: Any, params: tuple[Any, ...],
+def _special_vjp(derivative: Callable[..., Any], x: Any, ans: Any, params: tuple[Any, ...],
                      g: Any) -> tuple[Any, ...]:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return (g * derivative(x, ans, *params), *(None for _ in params))
 
 
-def _elementwise_jvp(derivative: Callable[..., Any], ts: tuple[Any, ...], ans: Any, x: Any, *params: Any) -> Any:
-    """The forward-mode rule of an op of ``ELEMENTWISE``: ``t * d``, from the derivative its VJP uses."""
+def _special_jvp(derivative: Callable[..., Any], ts: tuple[Any, ...], ans: Any, x: Any, *params: Any) -> Any:
+    """The forward-mode rule of an op of ``SPECIAL``: ``t * d``, from the derivative its VJP uses."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return ts[0] * derivative(x, ans, *params)
 
 
-gammaln: Callable[..., tuple[Any, Any]] = _elementwise("gammaln")
-digamma: Callable[..., tuple[Any, Any]] = _elementwise("digamma")
-polygamma: Callable[..., tuple[Any, Any]] = _elementwise("polygamma")
-erfinv: Callable[..., tuple[Any, Any]] = _elementwise("erfinv")
-ndtr: Callable[..., tuple[Any, Any]] = _elementwise("ndtr")
-log_ndtr: Callable[..., tuple[Any, Any]] = _elementwise("log_ndtr")
-logit: Callable[..., tuple[Any, Any]] = _elementwise("logit")
+gammaln: Callable[..., tuple[Any, Any]] = _special_op("gammaln")
+digamma: Callable[..., tuple[Any, Any]] = _special_op("digamma")
+polygamma: Callable[..., tuple[Any, Any]] = _special_op("polygamma")
+erfinv: Callable[..., tuple[Any, Any]] = _special_op("erfinv")
+ndtr: Callable[..., tuple[Any, Any]] = _special_op("ndtr")
+log_ndtr: Callable[..., tuple[Any, Any]] = _special_op("log_ndtr")
+logit: Callable[..., tuple[Any, Any]] = _special_op("logit")
 
 
 # ----- i0e, i1e: the modified Bessel functions of orders 0 and 1, scaled by exp(-|x|) ----------------
@@ -409,10 +409,10 @@ def _i1e_slope(x: Any, ans: Any) -> Any:
     return np.where(zero, 0.5, _value(i0e, x) - ans * (np.sign(x) + 1 / np.where(zero, 1.0, x)))
 
 
-ELEMENTWISE["i0e"] = (lambda x: _bessel_scaled(x, 0), in_dtype_of(lambda x, ans: _value(i1e, x) - np.sign(x) * ans))
-ELEMENTWISE["i1e"] = (lambda x: np.sign(x) * _bessel_scaled(x, 1), in_dtype_of(_i1e_slope))
-i0e: Callable[..., tuple[Any, Any]] = _elementwise("i0e")
-i1e: Callable[..., tuple[Any, Any]] = _elementwise("i1e")
+SPECIAL["i0e"] = (lambda x: _bessel_scaled(x, 0), in_dtype_of(lambda x, ans: _value(i1e, x) - np.sign(x) * ans))
+SPECIAL["i1e"] = (lambda x: np.sign(x) * _bessel_scaled(x, 1), in_dtype_of(_i1e_slope))
+i0e: Callable[..., tuple[Any, Any]] = _special_op("i0e")
+i1e: Callable[..., tuple[Any, Any]] = _special_op("i1e")
 
 
 # ----- two inputs: x log(y), x log1p(y) ---------------------------------------------------------------
