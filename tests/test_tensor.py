@@ -395,3 +395,11 @@ def test_parents_of_one_input_ops_ops_with_constants_and_many_inputs() -> None:
     c = lp.concatenate([a, b, a])
     assert [p is q for p, q in zip(c._parents[1:], (a, b, a))] == [True, True, True]
     assert (a * 2.0)._parents[1] == 2.0 and (2.0 * a)._parents == (2.0, a)
+
+
+def test_a_reflected_operator_called_with_a_tensor_records_other_op_self() -> None:
+    a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, 5.0], requires_grad=True)
+    y = a.__rsub__(b)  # b - a, as Python would call it if b's own operator declined
+    y.sum().backward()
+    assert y.op == "-" and np.array_equal(y.detach().numpy(), [2.0, 3.0])
+    assert np.array_equal(a.grad.numpy(), [-1.0, -1.0]) and np.array_equal(b.grad.numpy(), [1.0, 1.0])

@@ -112,24 +112,12 @@ def _binary_op(fn: Callable[..., Any], name: str, reflected: bool = False) -> Ca
             return _const(out)
         if _no_grad_entered:
             return _recorded(name, out, vjp, ts, (other, self))
-        node: Any = _Building()
-        node._data = out
-        node._grad = None
-        node._marks = ts
-        node._op = name
-        node._a = other
-        node._b = self
-        node._rest = ()
-        node._vjp = vjp
-        node._seq = _next_seq()
-        node.__class__ = Tensor
-        return node
+        return _node(out, ts, name, (other, self), vjp)  # (the rarer side: the generic builder)
 
-    if reflected:
-        record = record_reflected
-    record.__name__ = f"{'reflected ' if reflected else ''}{name}"
-    record.__doc__ = f"``{'other ' + name + ' self' if reflected else 'self ' + name + ' other'}`` (op {name!r})."
-    return record
+    recorder = record_reflected if reflected else record
+    recorder.__name__ = f"{'reflected ' if reflected else ''}{name}"
+    recorder.__doc__ = f"``{'other ' + name + ' self' if reflected else 'self ' + name + ' other'}`` (op {name!r})."
+    return recorder
 
 
 def _linear(x: Any, w: Any, b: Any) -> Tensor:
