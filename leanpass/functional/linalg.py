@@ -63,10 +63,6 @@ def _T(x: Any) -> Any:  # noqa: N802 - the matrix transpose of the last two axes
     return np.swapaxes(x, -1, -2)
 
 
-def _sym(x: Any) -> Any:
-    return (x + _T(x)) / 2
-
-
 def _triangle(n: int, upper: bool, like: Any, k: int = 0) -> np.ndarray:
     """The 0/1 mask of the lower (or upper) triangle, from diagonal ``k`` outwards (a constant)."""
     low = np.tril(np.ones((n, n), _dtype(like)), -k)
