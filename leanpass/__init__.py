@@ -108,10 +108,11 @@ _LAZY = {"nn": "nn", "optim": "optim", "losses": "nn.losses", "data": "data", "d
          **{name: "numpy.convolution" for name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool1d",
                                                    "max_pool2d", "avg_pool1d", "avg_pool2d", "pad", "batch_norm",
                                                    "group_norm")},
-         "to_dot": "tools.graph", "draw_graph": "tools.graph", "debug_nans": "tools.debug"}
+         "to_dot": "tools.graph", "draw_graph": "tools.graph", "debug_nans": "tools.debug",
+         "ops": "ops", "plugin_registry": "plugin_registry"}
 
 if TYPE_CHECKING:
-    from . import data, datasets, nn, optim
+    from . import data, datasets, nn, ops, optim, plugin_registry
     from .checkpoint import CheckpointError, load, save
     from .nn import losses
     from .numpy import linalg
@@ -153,3 +154,4 @@ __all__ += ["vmap"]
 __all__ += ["linalg", "special", "stats"]
 __all__ += ["jit"]
 __all__ += ["to_dot", "draw_graph", "debug_nans"]
+__all__ += ["ops", "plugin_registry"]

@@ -8,7 +8,8 @@ Layers, lowest first (a module may import its own layer or lower ones, without a
 * L1 ``core``: Tensor, the reverse pass, pytrees, and the named extension points the layers above call;
 * L2 ``numpy``, ``scipy``: the NumPy- and SciPy-style functions on Tensors;
 * L3 ``transforms``: grad/vjp, jvp, jacobians, vmap, jit;
-* L4 ``nn``, ``optim``, ``tools``, ``checkpoint``, ``data``, ``datasets``, ``distributed``, ``testing``;
+* L4 ``nn``, ``optim``, ``tools``, ``checkpoint``, ``data``, ``datasets``, ``distributed``, ``testing``,
+  ``plugin_registry``, ``ops``;
 * L5 ``leanpass/__init__.py``, the facade;
 * L6 ``examples``: programs written against the public API (``import leanpass as lp``), as a user's are.
 
@@ -35,7 +36,8 @@ LAYERS = {
     "core": 1,
     "numpy": 2, "scipy": 2,
     "transforms": 3,
-    **{name: 4 for name in ("nn", "optim", "tools", "checkpoint", "data", "datasets", "distributed", "testing")},
+    **{name: 4 for name in ("nn", "optim", "tools", "checkpoint", "data", "datasets", "distributed", "testing",
+                            "plugin_registry", "ops")},
     "examples": 6,
 }
 
@@ -46,7 +48,8 @@ WRITES_ALLOWED: set[tuple[str, str]] = set()
 # Modules (and packages) `import leanpass` must not load: they load on first use. (SciPy itself too.)
 NOT_ON_IMPORT = ("leanpass.nn", "leanpass.optim", "leanpass.transforms.vmap", "leanpass.transforms.jit",
                  "leanpass.scipy", "leanpass.numpy.linalg", "leanpass.numpy.convolution", "scipy",
-                 *(f"leanpass.functional.{m}" for m in ("conv", "pooling", "padding", "norms", "linalg", "special")))
+                 *(f"leanpass.functional.{m}" for m in ("conv", "pooling", "padding", "norms", "linalg", "special")),
+                 "leanpass.plugin_registry", "leanpass.ops", "importlib.metadata")
 
 _MUTATORS = {"update", "add", "append", "extend", "insert", "setdefault", "pop", "popitem", "remove", "discard",
              "clear", "__setitem__", "__delitem__"}

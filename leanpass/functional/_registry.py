@@ -213,6 +213,20 @@ def op(name: str, fn: Callable[..., Any], *, jvp: Any, need: bool = False, keeps
     return rec
 
 
+def forget(name: str) -> Op:
+    """Unregister op ``name`` from the records and every table derived from them; returns its record.
+
+    >>> rec = op("doc_gone", lambda x: (x, lambda g: (g,)), jvp=TRANSPOSED)
+    >>> forget("doc_gone") is rec, "doc_gone" in OPS
+    (True, False)
+    """
+    rec = REGISTRY.pop(name)
+    dict.pop(OPS, name, None)
+    dict.pop(JVPS, name, None)
+    TAKES_NEED.discard(name)
+    return rec
+
+
 def refuse_batched(rec: Op, raw: Any) -> None:
     """Raise ``rec``'s declared refusal of ``vmap`` if one of the inputs ``raw`` is batched."""
     for r in raw:
