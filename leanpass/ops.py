@@ -30,4 +30,4 @@ def __getattr__(name: str) -> Callable[..., Any]:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *registered_ops()])
+    return sorted(registered_ops())
