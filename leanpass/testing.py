@@ -332,7 +332,7 @@ def check_op(
         hypothesis, _, _ = _hypothesis()
         if inputs is None:
             fn = rec.fn if rec is not None else f
-            n = nargs if nargs is not None else _arity(getattr(fn, "forward", fn))
+            n = nargs if nargs is not None else _arity(fn.forward if hasattr(fn, "tensor_level") else fn)
             inputs = op_inputs(n, domain, avoid=avoid)
             for xs in _corners(n, _domains(domain, n), avoid):  # (broadcasting and scalars, every time)
                 _check_op_at(name, f, rec, xs, order, eps, rtol, atol)
