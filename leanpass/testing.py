@@ -331,7 +331,7 @@ def check_op(
     if examples is None:
         hypothesis, _, _ = _hypothesis()
         if inputs is None:
-            fn = rec.fn if rec is not None else f
+            fn: Any = rec.fn if rec is not None else f
             n = nargs if nargs is not None else _arity(fn.forward if hasattr(fn, "tensor_level") else fn)
             inputs = op_inputs(n, domain, avoid=avoid)
             for xs in _corners(n, _domains(domain, n), avoid):  # (broadcasting and scalars, every time)
