@@ -266,3 +266,13 @@ def test_plugins_load_on_first_use_not_at_import(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "27.0", "True"]
+
+
+def test_load_plugins_finds_a_package_installed_while_the_program_runs(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(AttributeError, match="'lp_test_cube' is not registered"):
+        lp.ops.lp_test_cube  # noqa: B018
+    _package(tmp_path, "lp-test-good", "cubes = lp_test_good", {"lp_test_good": GOOD})  # (installed now)
+    pr.load_plugins()
+    assert lp.ops.lp_test_cube(2.0).item() == 8.0
