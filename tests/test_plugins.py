@@ -276,3 +276,20 @@ def test_load_plugins_finds_a_package_installed_while_the_program_runs(tmp_path:
     _package(tmp_path, "lp-test-good", "cubes = lp_test_good", {"lp_test_good": GOOD})  # (installed now)
     pr.load_plugins()
     assert lp.ops.lp_test_cube(2.0).item() == 8.0
+
+
+def test_an_op_that_takes_need_computes_only_the_cotangents_asked_for() -> None:
+    asked = []
+
+    def mul(x: Any, y: Any, need: tuple[bool, bool] = (True, True)) -> tuple[Any, Any]:
+        asked.append(need)
+        unb = lp.functional.unbroadcast
+        return x * y, lambda g: (unb(g * y, x) if need[0] else None, unb(g * x, y) if need[1] else None)
+
+    register_op("lp_mul", mul, jvp=lambda ts, ans, x, y: ts[0] * y + x * ts[1], need=True)
+    assert "lp_mul" in F.TAKES_NEED
+    assert np.array_equal(lp.grad(lambda x: lp.ops.lp_mul(x, 3.0).sum())(np.ones(2)), [3.0, 3.0])
+    assert asked[-1] == (True, False)
+    np.testing.assert_array_equal(lp.hessian(lambda x: lp.ops.lp_mul(x, x).sum())(np.ones(2)), 2 * np.eye(2))
+    np.testing.assert_array_equal(lp.jacfwd(lambda x: lp.ops.lp_mul(x, x))(np.array([1.0, 2.0])),
+                                  np.diag([2.0, 4.0]))
