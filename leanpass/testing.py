@@ -4,6 +4,11 @@
 the output and compares ``u . (f(x + eps v) - f(x - eps v)) / (2 eps)`` with ``vjp(u) . v``,
 in float64. For ``order=2`` it then checks the function ``x -> vjp(f, x)(u)`` the same way,
 which exercises the differentiable (replayed) backward pass.
+
+``check_op(op)`` checks an op's VJP, JVP, batching and jit over inputs that hypothesis draws (an
+optional dependency: the ``test`` extra), from the strategies defined here (``shapes``,
+``broadcastable_shapes``, ``float_dtypes``, ``arrays``, ``op_inputs``), which are yours for property
+tests of your own (docs/writing-ops.md).
 """
 
 from __future__ import annotations
