@@ -725,3 +725,8 @@ def barrier(*, comm: Any = None) -> None:
         return
     with _Collective(world, "barrier"):
         world.comm.Barrier()
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

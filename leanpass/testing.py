@@ -17,6 +17,8 @@ from .core.tensor import Tensor
 from .core.tree import tree_flatten
 from .transforms.reverse_mode import vjp
 
+__all__ = ["check_grads"]
+
 
 def _to_f64(x: Any) -> np.ndarray:
     return np.array(x._data if type(x) is Tensor else x, dtype=np.float64)
@@ -114,3 +116,8 @@ def _conv_samples() -> dict[str, Callable[[], tuple[Any, ...]]]:
 
 
 CONV_SAMPLES = _conv_samples()
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

@@ -57,3 +57,8 @@ def load_digits(dtype: Any = np.float32, flatten: bool = True, scale: bool = Tru
     if flatten:
         x = x.reshape(len(x), 64)
     return x, labels.astype(np.int64)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
