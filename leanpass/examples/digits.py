@@ -3,8 +3,8 @@
     python -m leanpass.examples.digits                  # a few seconds; about 97.5% test accuracy
     python -m leanpass.examples.digits --model cnn      # a small CNN; about 99% test accuracy
     python -m leanpass.examples.digits --help
-    python -m leanpass.examples.digits --plot digits.png   # needs matplotlib (pip install "leanpass[plot]")
-    mpiexec -n 2 python -m leanpass.examples.digits --distributed   # data-parallel (pip install "leanpass[mpi]")
+    python -m leanpass.examples.digits --plot digits.png   # needs matplotlib (pip install matplotlib)
+    mpiexec -n 2 python -m leanpass.examples.digits --distributed   # data-parallel (pip install mpi4py mpich)
     python -m leanpass.examples.digits --no-jit         # the same training, each step run op by op
 
 The training step (forward, backward, Adam update) is compiled with ``leanpass.jit``: traced
@@ -183,8 +183,8 @@ def have_matplotlib() -> bool:
     return True
 
 
-PLOT_MISSING = ("--plot needs matplotlib, which is not installed: pip install \"leanpass[plot]\" "
-                "(or pip install matplotlib). Training without a plot.")
+PLOT_MISSING = ("--plot needs matplotlib, which is not installed: pip install matplotlib (LeanPass's \"plot\" "
+                "extra). Training without a plot.")
 
 
 def write_plot(path: str, history: dict[str, list[float]]) -> None:
@@ -429,8 +429,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="compile the training step with leanpass.jit (default; the same results, faster; "
                              "not with --distributed)")
     parser.add_argument("--distributed", action="store_true",
-                        help="train data-parallel over the processes of mpiexec -n N (needs mpi4py: "
-                             "pip install \"leanpass[mpi]\"); --batch-size is the global batch")
+                        help="train data-parallel over the processes of mpiexec -n N (needs mpi4py and an MPI: "
+                             "pip install mpi4py mpich); --batch-size is the global batch")
     args = parser.parse_args(argv)
     if args.epochs is not None and args.epochs < 1:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
