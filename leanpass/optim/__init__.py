@@ -37,7 +37,6 @@ from .updates import Optimizer, apply_updates, chain, clip_by_global_norm, colle
 __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
     "collect_grads", "chain", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
-    "LearningRate", "Schedule",
 ]
 
 
