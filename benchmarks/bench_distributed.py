@@ -21,7 +21,7 @@ call keeps one phase of the machine's periodic work); and the all-reduce's share
 (time inside ``all_reduce_mean``, waiting for the other rank included, over the step's time).
 On a shared machine the medians carry the other jobs' load; the 10th percentiles of each run's
 step and all-reduce times are printed beside them (the least disturbed steps and calls).
-Needs the mpi extra: ``pip install "leanpass[mpi]"``.
+Needs the mpi extra: ``pip install -e ".[mpi]"`` in the clone (mpi4py and the MPICH wheel).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def launch(n: int, steps: int, reps: int, independent: bool = False) -> dict[str
     here = Path(sys.executable).parent / "mpiexec"
     mpiexec = str(here) if here.exists() else shutil.which("mpiexec")
     if mpiexec is None:
-        raise SystemExit('mpiexec not found: pip install "leanpass[mpi]"')
+        raise SystemExit('mpiexec not found: pip install -e ".[mpi]" (mpi4py and the MPICH wheel)')
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     cmd = [mpiexec, "-launcher", "fork", "-n", str(n), sys.executable, __file__, "--worker",

@@ -149,6 +149,11 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    """The public names, the lazily loaded ones too (without loading them), and the module's dunders."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
+
+
 __all__ += ["nn", "optim", "losses", "data", "datasets", "save", "load", "CheckpointError"]
 __all__ += ["vmap"]
 __all__ += ["linalg", "special", "stats"]

@@ -197,3 +197,8 @@ def train_test_split(*arrays: Any, test_size: float | int = 0.2, rng: np.random.
     for a in data:
         out += [a[train_idx], a[test_idx]]
     return out
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

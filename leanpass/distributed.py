@@ -3,8 +3,8 @@ on its shard of each global batch, and ``all_reduce_mean`` averages them.
 
 Start the same script on N processes with ``mpiexec -n N python train.py``. Without mpi4py,
 or in a process started on its own, ``rank()`` is 0 and ``world_size()`` is 1 and every
-function here returns its input's values, so one script runs anywhere. Install the extra with
-``pip install "leanpass[mpi]"`` (mpi4py and an MPI). ``import leanpass`` never imports this
+function here returns its input's values, so one script runs anywhere. Install the ``mpi`` extra
+(``pip install mpi4py mpich``: mpi4py and an MPI). ``import leanpass`` never imports this
 module or mpi4py.
 
 Every function is collective: each process must call it, in the same order, with a tree of the
@@ -45,7 +45,8 @@ __all__ = ["is_available", "rank", "world_size", "all_reduce_mean", "broadcast",
 DEFAULT_TIMEOUT = 300.0
 
 MPI_MISSING = ('leanpass.distributed needs mpi4py and an MPI library to run on several processes: '
-               'pip install "leanpass[mpi]" (mpi4py and the MPICH wheel, which brings mpiexec).')
+               'pip install mpi4py mpich (the MPICH wheel brings mpiexec; in a clone of LeanPass: '
+               'pip install -e ".[mpi]").')
 
 
 class OutOfSyncError(RuntimeError):
@@ -108,14 +109,14 @@ def _world() -> _World:
                 raise RuntimeError(
                     f"leanpass.distributed: mpiexec started {launched} processes, but MPI says this one is alone: "
                     "mpi4py was built for another MPI library than this mpiexec's. Use the mpiexec that belongs "
-                    "to mpi4py's MPI (with pip install \"leanpass[mpi]\": the one installed beside python)."
+                    "to mpi4py's MPI (with pip install mpi4py mpich: the one installed beside python)."
                 )
             _WORLD = world
     return _WORLD
 
 
 def is_available() -> bool:
-    """True when mpi4py (and so MPI) can be imported: ``pip install "leanpass[mpi]"`` brings it.
+    """True when mpi4py (and so MPI) can be imported: ``pip install mpi4py mpich`` brings it.
 
     >>> isinstance(is_available(), bool)
     True
@@ -725,3 +726,8 @@ def barrier(*, comm: Any = None) -> None:
         return
     with _Collective(world, "barrier"):
         world.comm.Barrier()
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

@@ -22,6 +22,8 @@ from .core.tensor import Tensor
 from .core.tree import tree_flatten
 from .transforms.reverse_mode import vjp
 
+__all__ = ["check_grads", "check_op", "shapes", "broadcastable_shapes", "float_dtypes", "arrays", "op_inputs"]
+
 
 def _to_f64(x: Any) -> np.ndarray:
     return np.array(x._data if type(x) is Tensor else x, dtype=np.float64)
@@ -131,7 +133,7 @@ def _hypothesis() -> Any:
     except ImportError as e:
         raise ImportError(
             "leanpass.testing's strategies and check_op draw inputs with hypothesis, which is an optional "
-            "dependency: pip install 'leanpass[test]' (or pip install hypothesis). check_op also runs without it "
+            "dependency: pip install hypothesis (in a clone of LeanPass, pip install -e '.[test]'). check_op also runs without it "
             "on inputs you give: check_op(op, examples=[(x,), ...])."
         ) from e
     return hypothesis, hnp, st
@@ -441,3 +443,8 @@ def _check_batching(name: str, f: Callable[..., Any], rec: Any, xs: list[np.ndar
             if got_k.shape != want_k.shape or not np.allclose(got_k, want_k, rtol=1e-10, atol=1e-12):
                 raise fail("vmap", f"vmap of its VJP (in_axes={tuple(in_axes)}) differs from a loop over the batch "
                                    f"for input {k}")
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

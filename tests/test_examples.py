@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import leanpass as lp
-from leanpass.examples import digits, digits_eager
+from leanpass.examples import digits, digits_eager, output_dir
 
 
 def test_digits_trains_saves_and_reports(tmp_path):
@@ -82,3 +84,33 @@ def test_plot_option_writes_a_png_or_says_how_to_get_matplotlib(tmp_path, capsys
         assert f"wrote the plot to {target}" in captured.out
     else:
         assert not target.exists() and "pip install" in captured.err
+
+
+def test_examples_save_into_the_cache_folder_not_the_current_directory(tmp_path):
+    """Run from another directory (as from `/`), the example writes nothing there: by default the model
+    goes to ~/.cache/leanpass/examples (XDG_CACHE_HOME unset), and --help says so."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"} | {"HOME": str(home)}
+    run = subprocess.run([sys.executable, "-m", "leanpass.examples.digits", "--epochs", "1", "--blas-threads", "0"],
+                         capture_output=True, text=True, check=True, cwd=work, env=env)
+    saved = home / ".cache" / "leanpass" / "examples" / "digits_mlp.npz"
+    assert f"saved the model to {saved} " in run.stdout
+    assert saved.is_file() and list(work.iterdir()) == []
+    help_text = subprocess.run([sys.executable, "-m", "leanpass.examples.digits", "--help"], capture_output=True,
+                               text=True, check=True, cwd=work, env=env | {"COLUMNS": "1000"}).stdout  # (no wrapping)
+    assert f"in {saved.parent}," in help_text
+
+
+def test_eager_example_saves_into_xdg_cache_home(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    result = digits_eager.main(["--epochs", "1", "--blas-threads", "0"])
+    saved = tmp_path / "cache" / "leanpass" / "examples" / "digits_eager.npz"
+    assert f"saved the model to {saved}" in capsys.readouterr().out
+    back = lp.load(saved, like=result["model"])
+    assert all(np.array_equal(a.data, b.data) for a, b in zip(lp.tree_flatten(back)[0],
+                                                             lp.tree_flatten(result["model"])[0]))
+    assert list(tmp_path.iterdir()) == [tmp_path / "cache"]
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")  # not absolute: ignored, as the XDG spec says
+    assert output_dir() == Path.home() / ".cache" / "leanpass" / "examples"

@@ -46,8 +46,8 @@ def load_digits(dtype: Any = np.float32, flatten: bool = True, scale: bool = Tru
     except FileNotFoundError:
         raise FileNotFoundError(
             f"load_digits: the data file {DIGITS_PATH} is missing from this installation. Reinstall "
-            "leanpass (pip install --force-reinstall leanpass), or regenerate it from a source checkout "
-            "with python scripts/make_digits.py."
+            "LeanPass (pip install --force-reinstall on its wheel, or pip install -e . in a clone of it), or "
+            "regenerate the file in a clone with python scripts/make_digits.py."
         ) from None
     if images.shape != (1797, 8, 8) or labels.shape != (1797,):
         raise ValueError(f"load_digits: {DIGITS_PATH} is damaged (shapes {images.shape}, {labels.shape})")
@@ -57,3 +57,8 @@ def load_digits(dtype: Any = np.float32, flatten: bool = True, scale: bool = Tru
     if flatten:
         x = x.reshape(len(x), 64)
     return x, labels.astype(np.int64)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

@@ -3,15 +3,16 @@
     python -m leanpass.examples.digits                  # a few seconds; about 97.5% test accuracy
     python -m leanpass.examples.digits --model cnn      # a small CNN; about 99% test accuracy
     python -m leanpass.examples.digits --help
-    python -m leanpass.examples.digits --plot digits.png   # needs matplotlib (pip install "leanpass[plot]")
-    mpiexec -n 2 python -m leanpass.examples.digits --distributed   # data-parallel (pip install "leanpass[mpi]")
+    python -m leanpass.examples.digits --plot digits.png   # needs matplotlib (pip install matplotlib)
+    mpiexec -n 2 python -m leanpass.examples.digits --distributed   # data-parallel (pip install mpi4py mpich)
     python -m leanpass.examples.digits --no-jit         # the same training, each step run op by op
 
 The training step (forward, backward, Adam update) is compiled with ``leanpass.jit``: traced
 once, then replayed as straight NumPy, with the same results as without it, bit for bit.
 Each epoch shows the training loss, the train and test accuracy and the elapsed time, on one
 updating line in a terminal (plain lines when the output is a file or a pipe). The trained model
-is saved with ``leanpass.save`` and loaded back to check the round trip.
+is saved with ``leanpass.save`` and loaded back to check the round trip: to ``--output``, by default
+``digits_mlp.npz`` (``digits_cnn.npz``) in ``~/.cache/leanpass/examples`` (``$XDG_CACHE_HOME/leanpass/examples``).
 
 With ``--distributed`` under ``mpiexec -n N`` every process trains the same model on its share
 of each batch (``--batch-size`` is the global batch) and the gradients are averaged with
@@ -35,6 +36,7 @@ import numpy as np
 import leanpass as lp
 from leanpass import data, losses, nn, optim
 from leanpass.datasets import load_digits
+from leanpass.examples import default_output, output_dir
 
 
 def accuracy(model: Any, x: np.ndarray, y: np.ndarray, state: Any = None) -> float:
@@ -183,8 +185,8 @@ def have_matplotlib() -> bool:
     return True
 
 
-PLOT_MISSING = ("--plot needs matplotlib, which is not installed: pip install \"leanpass[plot]\" "
-                "(or pip install matplotlib). Training without a plot.")
+PLOT_MISSING = ("--plot needs matplotlib, which is not installed: pip install matplotlib (LeanPass's \"plot\" "
+                "extra). Training without a plot.")
 
 
 def write_plot(path: str, history: dict[str, list[float]]) -> None:
@@ -230,11 +232,11 @@ def cnn(rng: np.random.Generator, dropout: float = 0.3) -> nn.Sequential:
 
 
 def train(epochs: int | None = None, seed: int = 0, hidden: Sequence[int] = (256,), lr: float = 3e-3,
-          batch_size: int | None = None, dropout: float | None = None, output: str | None = "digits_mlp.npz",
+          batch_size: int | None = None, dropout: float | None = None, output: str | None = None,
           plot: str | None = None, stream: TextIO | None = None, model: str = "mlp",
           label_smoothing: float | None = None, distributed: bool = False,
           jit: bool = True) -> dict[str, Any]:
-    """Train, report progress, save the model; return the final figures and the history.
+    """Train, report progress, save the model to ``output`` if given; return the final figures and the history.
 
     ``model`` is ``"mlp"`` (an MLP on the 64 pixels) or ``"cnn"`` (``cnn()`` on 1x8x8 images).
     ``epochs``, ``batch_size``, ``dropout`` and ``label_smoothing`` default to 40, 32, 0.2, 0 for the MLP
@@ -423,14 +425,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="OpenBLAS threads (default 1: faster for these small matrices; 0 leaves NumPy's default)")
     parser.add_argument("--batch-size", type=int, default=None, help="mini-batch size (default 32; 64 for the CNN)")
     parser.add_argument("--output", default=None, metavar="PATH",
-                        help="where to save the trained model (default digits_mlp.npz or digits_cnn.npz; '' to skip)")
+                        help=f"where to save the trained model (default digits_mlp.npz or digits_cnn.npz in "
+                             f"{output_dir()}, the folder $XDG_CACHE_HOME/leanpass/examples or "
+                             f"~/.cache/leanpass/examples; '' to skip)")
     parser.add_argument("--plot", metavar="PATH", help="write loss/accuracy curves to this PNG (needs matplotlib)")
     parser.add_argument("--jit", action=argparse.BooleanOptionalAction, default=True,
                         help="compile the training step with leanpass.jit (default; the same results, faster; "
                              "not with --distributed)")
     parser.add_argument("--distributed", action="store_true",
-                        help="train data-parallel over the processes of mpiexec -n N (needs mpi4py: "
-                             "pip install \"leanpass[mpi]\"); --batch-size is the global batch")
+                        help="train data-parallel over the processes of mpiexec -n N (needs mpi4py and an MPI: "
+                             "pip install mpi4py mpich); --batch-size is the global batch")
     args = parser.parse_args(argv)
     if args.epochs is not None and args.epochs < 1:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
@@ -449,7 +453,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error("--dropout must be in [0, 1)")
     if args.label_smoothing is not None and not 0 <= args.label_smoothing <= 1:
         parser.error("--label-smoothing must be in [0, 1]")
-    output = args.output if args.output is not None else f"digits_{args.model}.npz"
+    output = args.output if args.output is not None else default_output(f"digits_{args.model}.npz")
     problem = unwritable(output) if output else None  # ("" saves nothing)
     if problem:
         parser.error(f"--output {output}: {problem}")

@@ -102,3 +102,8 @@ from .scans import cumprod, cumsum, prod  # noqa: E402
 
 __all__ = sorted(["OPS", "JVPS", "TAKES_NEED", "REGISTRY", "Op", "op", "TRANSPOSED", "ELEMENTWISE",
                   "einsum_subscripts", "unbroadcast", *(f.__name__ for f in dict.values(OPS)), *_LAZY_MODULE])
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

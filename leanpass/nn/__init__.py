@@ -69,7 +69,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_CONV_LAYERS})
+    """The public names (``__all__``: the convolutional layers too, without loading them) and the dunders."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
 
 
 if TYPE_CHECKING:

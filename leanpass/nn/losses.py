@@ -183,3 +183,8 @@ def binary_cross_entropy_with_logits(logits: ArrayLike, targets: ArrayLike, redu
     target = _like(targets, logits, "binary_cross_entropy_with_logits")
     _same_shape(logits, target, "binary_cross_entropy_with_logits: logits", "targets")
     return _reduce(basics.softplus(logits) - logits * target, reduction)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

@@ -337,3 +337,8 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool, nd: in
     else:
         raise ValueError(f"linalg.norm: invalid norm order {ord!r} for matrices")
     return out if keepdims else out.squeeze(axes)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

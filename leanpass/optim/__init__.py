@@ -38,3 +38,8 @@ __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
     "collect_grads", "chain", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
 ]
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

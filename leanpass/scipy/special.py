@@ -241,3 +241,7 @@ def i1e(x: ArrayLike) -> Tensor:
     """
     return apply(F.i1e, "i1e", _real(x, "i1e"))
 
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

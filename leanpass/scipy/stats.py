@@ -443,3 +443,8 @@ gamma = _Gamma()
 dirichlet = _Dirichlet()
 poisson = _Poisson()
 bernoulli = _Bernoulli()
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

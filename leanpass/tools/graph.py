@@ -98,7 +98,7 @@ def draw_graph(tensor: Tensor, path: str | os.PathLike[str], names: Mapping[str,
                constants: bool = True) -> None:
     """Render ``to_dot(tensor)`` to ``path``; the format is the file's suffix (``.svg``, ``.png``, ``.pdf``).
 
-    Needs the ``graphviz`` extra (``pip install "leanpass[graph]"``) and the Graphviz programs
+    Needs the ``graphviz`` package (``pip install graphviz``, the ``graph`` extra) and the Graphviz programs
     (``apt install graphviz``, ``brew install graphviz``, ...). Without them, ``to_dot`` still
     gives the text, for ``dot -Tsvg graph.dot -o graph.svg`` or an online viewer.
 
@@ -122,7 +122,7 @@ def draw_graph(tensor: Tensor, path: str | os.PathLike[str], names: Mapping[str,
         import graphviz  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
         raise RuntimeError(
-            "draw_graph needs the graphviz package: pip install \"leanpass[graph]\" (and the Graphviz programs: "
+            "draw_graph needs the graphviz package: pip install graphviz (and the Graphviz programs: "
             "apt install graphviz, brew install graphviz, ...). Without them, leanpass.to_dot(t) gives the DOT "
             "text: save it and run dot -Tsvg graph.dot -o graph.svg."
         ) from None
