@@ -14,13 +14,14 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from .plugin_registry import get_op, registered_ops
 
 
-def __getattr__(name: str) -> Callable[..., Any]:
+def __getattr__(name: str) -> Any:
+    if name == "__all__":  # (the ops registered so far, so that `from leanpass.ops import *` takes them)
+        return sorted(registered_ops())
     if name.startswith("_") or name == "pytest_plugins":  # (what import machinery and tools look for)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:

@@ -307,3 +307,8 @@ class _ForwardOnly:
         call.__doc__ = forward.__doc__
         call.__wrapped__ = forward  # type: ignore[attr-defined]
         return call
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

@@ -133,8 +133,8 @@ def _hypothesis() -> Any:
     except ImportError as e:
         raise ImportError(
             "leanpass.testing's strategies and check_op draw inputs with hypothesis, which is an optional "
-            "dependency: pip install hypothesis (in a clone of LeanPass, pip install -e '.[test]'). check_op also runs without it "
-            "on inputs you give: check_op(op, examples=[(x,), ...])."
+            "dependency: pip install hypothesis (or pip install -e '.[test]' in a clone). check_op also runs "
+            "without it on inputs you give: check_op(op, examples=[(x,), ...])."
         ) from e
     return hypothesis, hnp, st
 

@@ -70,7 +70,7 @@ def test_the_strategies_name_the_extra_when_hypothesis_is_missing_and_check_op_r
             "    try:\n"
             "        call()\n"
             "    except ImportError as e:\n"
-            "        print('leanpass[test]' in str(e), 'examples=' in str(e))\n")
+            "        print('pip install hypothesis' in str(e), 'examples=' in str(e))\n")
     env = {**os.environ, "PYTHONPATH": str(Path(lp.__file__).parents[1])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
