@@ -118,7 +118,7 @@ def reference_pages() -> dict[str, str]:
             if where is None or qualname is None or not where.startswith("leanpass"):
                 where, qualname = name, public  # a constant: documented where it is reached
             section = SECTIONS.get(where, "") if name == "leanpass" else ""
-            if qualname != public and name == "leanpass" and "." not in qualname:
+            if qualname != public and "." not in qualname:
                 other = next((n for n in public_names(module) if n == qualname), None)
                 if other is not None:  # an alias (lp.radians is lp.deg2rad): one entry, and a line here
                     groups.setdefault(section, []).append(f"`{title}.{public}` is [`{title}.{other}`]"
@@ -225,3 +225,16 @@ class Doctests(griffe.Extension):
             for p in signature.parameters.values()])
         init = griffe.Function("__init__", parameters=parameters, parent=cls)
         cls.set_member("__init__", init)
+
+    def on_attribute_instance(self, *, node: Any, attr: Any, **kwargs: Any) -> None:
+        """A constant's docstring: not its type's (a dict's "dict() -> new empty dictionary"), but what it is."""
+        runtime = getattr(node, "obj", None)
+        doc = type(runtime).__doc__
+        inherited = isinstance(doc, str) and attr.docstring is not None
+        if inherited and attr.docstring.value.strip() == inspect.cleandoc(doc).strip():
+            attr.docstring = None
+        if attr.docstring is None and runtime is not None and not callable(runtime):
+            size = f" of {len(runtime)} entries" if isinstance(runtime, (dict, list, tuple, set, frozenset)) else ""
+            where = "the class" if attr.parent is not None and attr.parent.is_class else "the module"
+            attr.docstring = griffe.Docstring(f"A `{type(runtime).__name__}`{size} (see {where} above).",
+                                              parent=attr)

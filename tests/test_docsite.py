@@ -69,3 +69,20 @@ def test_a_lazily_loaded_name_and_a_generated_function_are_rendered_from_their_d
 def test_doctests_become_code_blocks() -> None:
     text = "Adds.\n\n>>> 1 + 1\n2\n\nMore."
     assert docsite.fence_doctests(text) == "Adds.\n\n```pycon\n>>> 1 + 1\n2\n```\n\nMore."
+
+
+def test_the_autograd_pages_convolve_is_scipys_convolution() -> None:
+    """docs/autograd.md maps autograd.scipy.signal.convolve onto lp.conv2d; check it against SciPy itself."""
+    import numpy as np
+    import scipy.signal
+    from test_docs import blocks
+
+    namespace: dict = {"__name__": "__docs__"}
+    for code, _, _ in blocks(ROOT / "docs" / "autograd.md"):
+        if "scipy.optimize" not in code:
+            exec(code, namespace)
+    rng = np.random.default_rng(1)
+    inputs, filters = rng.standard_normal((2, 3, 6, 7)), rng.standard_normal((3, 2, 2, 3))
+    want = np.array([[sum(scipy.signal.convolve(inputs[n, c], filters[c, o], mode="valid") for c in range(3))
+                      for o in range(2)] for n in range(2)])
+    np.testing.assert_allclose(namespace["convolve_valid"](inputs, filters).numpy(), want, atol=1e-12)
