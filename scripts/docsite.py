@@ -117,6 +117,8 @@ def reference_pages() -> dict[str, str]:
             qualname = getattr(value, "__qualname__", None)
             if where is None or qualname is None or not where.startswith("leanpass"):
                 where, qualname = name, public  # a constant: documented where it is reached
+            elif "<locals>" in qualname:  # a wrapper made by a function (on NumPy 1.x, functional.add)
+                qualname = value.__name__
             section = SECTIONS.get(where, "") if name == "leanpass" else ""
             if qualname != public and "." not in qualname:
                 other = next((n for n in public_names(module) if n == qualname), None)
