@@ -31,7 +31,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_every_page_of_docs_and_the_readme_are_on_the_site(site: Path) -> None:
     home = (site / "index.html").read_text()
-    assert "Two commands" in home and "lp.grad" in home and ".backward()" in home
+    assert "Two commands" in home and "Which door do I use" in home  # README, with the guidance, is the first page
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert (site / page.stem / "index.html").exists(), f"docs/{page.name} is not on the site"
         assert f'href="{page.stem}/"' in home, f"docs/{page.name} is not in the navigation"
