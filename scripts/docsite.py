@@ -20,9 +20,9 @@ from typing import Any
 import griffe
 
 ROOT = Path(__file__).resolve().parent.parent
-# The guides in reading order; any other page of docs/ follows them, by file name.
-GUIDE_ORDER = ["operations.md", "autodiff.md", "training.md", "jit.md", "performance.md", "distributed.md",
-               "autograd.md", "anatomy.md"]
+# The guides in reading order (a name not in docs/ is skipped); any other page of docs/ follows them, by file name.
+GUIDE_ORDER = ["operations.md", "autodiff.md", "training.md", "transformers.md", "jit.md", "performance.md",
+               "distributed.md", "autograd.md", "coming-from-0.1.md", "writing-ops.md", "anatomy.md"]
 # Folders of leanpass/ that are layers of the implementation: what they hold is public under
 # ``leanpass`` (``lp.exp``, ``lp.jit``, ``lp.linalg``, ...), not under their own paths.
 LAYERS = {"core", "numpy", "scipy", "transforms", "tools", "examples"}
