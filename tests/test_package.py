@@ -20,7 +20,7 @@ import typing_extensions
 ROOT = Path(__file__).resolve().parent.parent
 DIST = "leanpass-ad"  # the distribution's name (`leanpass` on the package index is another project)
 FOLDERS = ("leanpass", "docs", "tests", "benchmarks", "scripts")
-TOP = ("LICENSE", "README.md", "conftest.py", "pyproject.toml")
+TOP = ("LICENSE", "README.md", "conftest.py", "pyproject.toml", "mkdocs.yml")
 
 
 def source_files() -> set[str]:

@@ -371,7 +371,8 @@ def _wgrad_raw(x: Any, g: Any, wshape: tuple[int, ...], stride: Pair, pads: Pads
 # B^T, A^T and their transposes have small integer entries, so each product with them is written out as a
 # dozen adds of strided slices into preallocated buffers (out=): a tensordot would first copy the
 # overlapping tiles out, and fresh temporaries of this size cost page faults. Each transform acts on one
-# axis of the tiles, then on the other. The buffers need plain arrays: stand-ins (jit, vmap) take im2col.
+# axis of the tiles, then on the other. Under jit the buffers are fresh traced arrays (the same sums, so eager's
+# bits); vmap's stand-ins and Tensors (a rule replayed for a higher derivative) take im2col.
 _G = np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
                [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]], dtype=np.float64)
 WINOGRAD_MIN_CHANNELS = 32  # below this, its fixed cost of ~150 NumPy calls outweighs the saved multiplications
