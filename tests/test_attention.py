@@ -233,3 +233,88 @@ def test_reachable_from_nn_and_on_tensors() -> None:
     q = Tensor(np.ones((2, 3)), requires_grad=True)
     sdpa(q, q, q).sum().backward()
     assert q.grad is not None and q.grad.shape == (2, 3)
+
+
+# ----- nn.CausalSelfAttention ------------------------------------------------------------------------
+def nanogpt_attention(x: np.ndarray, wa: np.ndarray, ba: Any, wp: np.ndarray, bp: Any, n_head: int) -> np.ndarray:
+    """nanoGPT's CausalSelfAttention.forward in NumPy, with LeanPass's (in, out) weights."""
+    b, t, c = x.shape
+    qkv = x @ wa + (0 if ba is None else ba)
+    q, k, v = (qkv[..., i * c:(i + 1) * c].reshape(b, t, n_head, c // n_head).transpose(0, 2, 1, 3)
+               for i in range(3))
+    y = reference(q, k, v, is_causal=True).transpose(0, 2, 1, 3).reshape(b, t, c)
+    return y @ wp + (0 if bp is None else bp)
+
+
+def _weights(attn: Any) -> list[Any]:
+    return [None if a is None else value(a) for a in (attn.c_attn.weight, attn.c_attn.bias, attn.c_proj.weight,
+                                                      attn.c_proj.bias)]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_module_is_nanogpts_attention(bias: bool) -> None:
+    attn = lp.nn.CausalSelfAttention(12, 3, bias=bias, rng=0, dtype=np.float64)
+    if bias:  # (non-zero biases, so that the test sees where they go)
+        rng = np.random.default_rng(1)
+        attn = attn.replace(c_attn=attn.c_attn.replace(bias=Tensor(rng.standard_normal(36))),
+                            c_proj=attn.c_proj.replace(bias=Tensor(rng.standard_normal(12))))
+    x = np.random.default_rng(2).standard_normal((2, 5, 12))
+    np.testing.assert_allclose(value(attn(x)), nanogpt_attention(x, *_weights(attn), 3), rtol=1e-12, atol=1e-13)
+    assert attn.num_params == 4 * 12 * 12 + (4 * 12 if bias else 0)
+    assert len(lp.tree_flatten(attn)[0]) == (4 if bias else 2)
+    assert repr(attn) == f"CausalSelfAttention(n_embd=12, n_head=3{'' if bias else ', bias=False'}, dtype=float64)"
+
+
+def test_module_gradients_to_second_order_and_causality() -> None:
+    attn = lp.nn.CausalSelfAttention(4, 2, rng=3, dtype=np.float64)
+    x = np.random.default_rng(4).standard_normal((2, 3, 4))
+
+    def f(xs: Any, wa: Any, ba: Any, wp: Any, bp: Any) -> Any:
+        m = attn.replace(c_attn=attn.c_attn.replace(weight=wa, bias=ba), c_proj=attn.c_proj.replace(weight=wp,
+                                                                                                   bias=bp))
+        return m(xs)
+
+    check_grads(f, [x, *_weights(attn)], order=2)
+    # position 1's output does not depend on position 2's input
+    gx = lp.grad(lambda xs: attn(xs)[:, 1].sum())(x)
+    np.testing.assert_array_equal(gx[:, 2], 0.0)
+    assert np.abs(gx[:, :2]).min() > 0
+
+
+def test_module_under_jit_and_on_one_sequence() -> None:
+    attn = lp.nn.CausalSelfAttention(8, 4, rng=5)
+    x = np.random.default_rng(6).standard_normal((3, 6, 8)).astype(np.float32)
+    loss = lp.grad(lambda m, xs: (m(xs) ** 2).mean())
+    for a, b in zip(lp.tree_flatten(lp.jit(loss)(attn, x))[0], lp.tree_flatten(loss(attn, x))[0]):
+        np.testing.assert_array_equal(value(a), value(b))
+    y = attn(x)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(value(attn(x[1])), value(y)[1], rtol=1e-6)  # (T, C): no batch axis
+
+
+def test_module_dropout_is_on_with_a_generator_only() -> None:
+    attn = lp.nn.CausalSelfAttention(8, 2, dropout=0.5, rng=7)
+    x = np.random.default_rng(8).standard_normal((2, 5, 8))
+    np.testing.assert_array_equal(value(attn(x)), value(attn(x)))  # evaluation: deterministic, no dropout
+    a = value(attn(x, rng=np.random.default_rng(9)))
+    np.testing.assert_array_equal(a, value(attn(x, rng=np.random.default_rng(9))))
+    assert not np.allclose(a, value(attn(x)))
+    assert (a == 0).mean() > 0.2  # the output's dropout zeroes about half the entries
+
+
+def test_module_errors_name_the_problem() -> None:
+    with pytest.raises(ValueError, match="multiple of n_head"):
+        lp.nn.CausalSelfAttention(10, 3, rng=0)
+    with pytest.raises(ValueError, match="dropout must be in"):
+        lp.nn.CausalSelfAttention(8, 2, dropout=1.0, rng=0)
+    with pytest.raises(ValueError, match=r"\(\.\.\., T, 8\)"):
+        lp.nn.CausalSelfAttention(8, 2, rng=0)(np.ones((2, 3, 6)))
+
+
+def test_module_saves_and_loads(tmp_path: Any) -> None:
+    attn = lp.nn.CausalSelfAttention(8, 2, dropout=0.1, rng=0)
+    lp.save(tmp_path / "attn.lp", attn)
+    back = lp.load(tmp_path / "attn.lp")
+    assert repr(back) == repr(attn) and back.dropout == 0.1
+    x = np.ones((1, 3, 8))
+    np.testing.assert_array_equal(value(back(x)), value(attn(x)))

@@ -49,6 +49,7 @@ __all__ = [
     "he_normal", "he_uniform", "glorot_normal", "glorot_uniform", "xavier_normal", "xavier_uniform",
     "zeros", "param_count", "trainable", "dropout", "scaled_dot_product_attention",
     "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm",
+    "CausalSelfAttention",
 ]
 
 
@@ -66,12 +67,17 @@ def __getattr__(name: str) -> Any:
         from . import conv as conv_layers
 
         return getattr(conv_layers, name)
+    if name == "CausalSelfAttention":
+        from .attention import CausalSelfAttention
+
+        return CausalSelfAttention
     raise AttributeError(f"module 'leanpass.nn' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_CONV_LAYERS})
+    return sorted({*globals(), *_CONV_LAYERS, "CausalSelfAttention"})
 
 
 if TYPE_CHECKING:
+    from .attention import CausalSelfAttention
     from .conv import AvgPool2d, BatchNorm, Conv1d, Conv2d, ConvTranspose2d, Flatten, GroupNorm, MaxPool2d
