@@ -14,13 +14,15 @@ import dataclasses
 import functools
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..core.tensor import Tensor
-from ..core.tree import _CACHE, register_pytree, tree_flatten, tree_map
+from ..core.tree import _CACHE, leaf_paths, register_pytree, tree_flatten, tree_map
+from ..data import _generator as _check_rng
 from ..functional import _lift
 from ..numpy import basics
 
@@ -45,6 +47,25 @@ def _float_dtype(dtype: DTypeLike, where: str) -> np.dtype[Any]:
     if dt not in (np.float32, np.float64):
         raise TypeError(f"{where}: dtype must be float32 or float64, got {dt}.")
     return dt
+
+
+def _source(rng: Any, dtype: DTypeLike | None, where: str) -> tuple[Any, np.dtype[Any], bool]:
+    """A layer's ``(generator, dtype, requires_grad)`` from its ``rng`` and ``dtype`` arguments.
+
+    Given ``rng`` (a Generator or an int seed): that generator, float32 unless ``dtype`` says otherwise,
+    and Tensors that do not require grad (the functional style differentiates with ``leanpass.grad``).
+    Without ``rng`` (LeanPass 0.1.14's form, ``nn.Linear(4, 8)``): NumPy's global generator (the
+    ``np.random`` functions, so ``np.random.seed(n)`` repeats a run), float64 (0.1.14's only dtype)
+    and parameters that require grad (``loss.backward()`` fills their ``.grad``).
+    """
+    if rng is None:
+        return np.random, _float_dtype(np.float64 if dtype is None else dtype, where), True
+    return _check_rng(rng, where), _float_dtype(np.float32 if dtype is None else dtype, where), False
+
+
+def _param(t: Tensor, requires_grad: bool) -> Tensor:
+    """``t``, as a Tensor that requires grad when asked (the 0.1.14 form's parameters)."""
+    return Tensor(t, requires_grad=True) if requires_grad else t
 
 
 # ----- the module base ---------------------------------------------------------------------------
@@ -151,6 +172,87 @@ class Module:
         state = self.__dict__
         return {k: v for k, v in state.items() if k != _CACHE} if _CACHE in state else state
 
+    def _named_children(self) -> list[tuple[str, Any]]:
+        """The children as ``(attribute name, value)`` pairs, in the order of the pytree."""
+        return [(name, self.__dict__[name]) for name in _dynamic_fields(type(self))]
+
+    def named_parameters(self) -> list[tuple[str, Tensor]]:
+        """The parameter Tensors with their names, as ``(name, tensor)`` pairs.
+
+        A name is the attribute path with dots, as in PyTorch: ``model.layers[0].weight`` is
+        ``"layers.0.weight"``. The order is the order of ``leanpass.tree_flatten(model)`` (the
+        order optimizers and checkpoints use): fields in their declared order, depth first. A
+        Tensor held at several places (tied weights) is listed once, under its first name.
+
+        >>> mlp = MLP([2, 3, 1], rng=0)
+        >>> [(name, p.shape) for name, p in mlp.named_parameters()]
+        [('layers.0.weight', (2, 3)), ('layers.0.bias', (3,)), ('layers.1.weight', (3, 1)), ('layers.1.bias', (1,))]
+        """
+        out: list[tuple[str, Tensor]] = []
+        seen: set[int] = set()
+        stack: list[tuple[str, Any]] = [("", self)]
+        while stack:
+            prefix, node = stack.pop()
+            if type(node) is Tensor:
+                if id(node) not in seen:
+                    seen.add(id(node))
+                    out.append((prefix, node))
+                continue
+            if isinstance(node, Module):
+                children = node._named_children()
+            elif isinstance(node, (list, tuple)):
+                children = [(str(i), c) for i, c in enumerate(node)]
+            elif isinstance(node, dict):
+                children = [(str(k), c) for k, c in node.items()]
+            else:  # another registered pytree: its leaves, named by their paths
+                leaves, treedef = tree_flatten(node)
+                children = [(_dotted(path), leaf) for path, leaf in zip(leaf_paths(treedef), leaves)
+                            if type(leaf) is Tensor]
+            stack.extend((f"{prefix}.{name}" if prefix else name, c) for name, c in reversed(children))
+        return out
+
+    def parameters(self) -> list[Tensor]:
+        """The parameter Tensors the module holds (the same objects), in the order of ``named_parameters``.
+
+        Ready for an optimizer object (``optim.SGD(model.parameters(), lr=0.1)``) or for reading:
+
+        >>> layer = Linear(3, 2, rng=0)
+        >>> [p.shape for p in layer.parameters()], layer.parameters()[0] is layer.weight
+        ([(3, 2), (2,)], True)
+        """
+        return [p for _, p in self.named_parameters()]
+
+    def train(self, mode: bool = True) -> Any:
+        """Refused with a message: LeanPass modules are frozen and have no training mode.
+
+        Training is chosen per call: ``Dropout`` is on when called with a generator
+        (``drop(x, rng=gen)``) or ``training=True``, ``BatchNorm`` trains with
+        ``bn(x, state, train=True)``, and ``Sequential`` passes ``rng=`` and ``train=`` on to its
+        layers. Without them every module evaluates (``eval()`` returns the module itself).
+
+        >>> Linear(2, 2, rng=0).train()
+        Traceback (most recent call last):
+        ...
+        TypeError: Linear.train(): LeanPass modules have no training mode ...
+        """
+        if not mode:
+            return self
+        raise TypeError(
+            f"{type(self).__name__}.train(): LeanPass modules have no training mode (they are frozen values). "
+            "Turn training on per call instead: dropout with net(x, rng=np.random.default_rng(0)) or "
+            "nn.Dropout(p)(x, training=True), batch norm with net(x, state, train=True). Without those "
+            "arguments a module evaluates, so eval() is not needed."
+        )
+
+    def eval(self) -> Any:
+        """The module itself: a LeanPass module evaluates unless a call asks to train (see ``train``).
+
+        >>> lin = Linear(2, 2, rng=0)
+        >>> lin.eval() is lin
+        True
+        """
+        return self
+
     def replace(self, **changes: Any) -> Any:
         """A copy with some fields replaced (the original is unchanged).
 
@@ -197,6 +299,11 @@ def _unflattener(cls: type, fields: tuple[str, ...], names: tuple[str, ...], sta
     namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
     exec(f"def unflatten(meta, ch):\n    o = new(cls)\n    d = o.__dict__\n{body}    return o\n", namespace)  # noqa: S102
     return namespace["unflatten"]
+
+
+def _dotted(path: str) -> str:
+    """A pytree path as a dotted name: ``.layers[0].weight`` -> ``layers.0.weight``, ``['w']`` -> ``w``."""
+    return re.sub(r"\[['\"]?([^'\"\]]*)['\"]?\]", r".\1", path).lstrip(".")
 
 
 def _dynamic_fields(cls: type) -> tuple[str, ...]:
