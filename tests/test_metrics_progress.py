@@ -125,3 +125,14 @@ def test_without_tqdm_its_options_and_use_tqdm_true_say_how_to_install(no_tqdm):
         lp.progress(range(3), use_tqdm=True)
     with pytest.raises(TypeError, match=r"\['leave'\] are tqdm's options"):
         lp.progress(range(3), leave=False)
+
+
+def test_the_regression_example_fits_with_a_plain_progress_bar():
+    from leanpass.examples import regression
+
+    out = io.StringIO()
+    result = regression.train(steps=120, stream=out, use_tqdm=False)
+    lines = out.getvalue().splitlines()
+    assert lines[-7].startswith("test mse: model") and lines[-6].split()[0] == "layers.0.weight"
+    assert [ln.split(" [")[0] for ln in lines[:-7]] == [f"fitting: {n}/120" for n in range(12, 121, 12)]
+    assert result["ema_mse"] < 0.1 and result["mse"] < 0.1
