@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import leanpass as lp
-from leanpass import nn
+from leanpass import nn, optim
 from leanpass.testing import check_grads
 
 
@@ -269,3 +269,49 @@ def test_normal_kaiming_and_the_aliases():
 def test_fan_in_uniform_bound():
     w = nn.fan_in_uniform(np.random.default_rng(0), (25, 1000), np.float64).numpy()
     assert np.abs(w).max() <= 0.2 and np.abs(w).max() > 0.199
+
+
+# ----- a module written as in 0.1.14 / PyTorch (no dataclass decorator) ---------------------------------
+class Net(nn.Module):
+    def __init__(self, hidden: int = 16) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(2, hidden)
+        self.fc2 = nn.Linear(hidden, 1)
+        self.name = "net"  # (structure, not a parameter)
+        self.blocks = [nn.Linear(1, 1), nn.Linear(1, 1)]
+
+    def forward(self, x: Any) -> Any:
+        return self.blocks[1](self.blocks[0](self.fc2(nn.relu(self.fc1(x)))))
+
+
+def test_a_0_1_14_style_module_trains_in_both_styles():
+    np.random.seed(1)
+    net = Net()
+    names = [n for n, _ in net.named_parameters()]
+    assert names == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "blocks.0.weight", "blocks.0.bias",
+                     "blocks.1.weight", "blocks.1.bias"]
+    x, target = lp.Tensor([[1.0, 2.0], [0.5, -1.0]]), np.array([[1.0], [0.0]])
+    out = net(x)
+    assert np.array_equal(out.data, net.forward(x).data)
+    nn.mse_loss(out, target).backward()
+    grads = lp.grad(lambda m: nn.mse_loss(m(x), target))(net)
+    assert type(grads) is Net and grads.name == "net"
+    for p, g in zip(net.parameters(), grads.parameters()):
+        np.testing.assert_allclose(np.asarray(p.grad), np.asarray(g), rtol=1e-12, atol=1e-15)
+    opt = optim.sgd(0.1)
+    new = optim.apply_updates(net, opt.update(grads, opt.init(net), net)[0])
+    assert type(new) is Net and new.name == "net" and new.fc1 is not net.fc1
+    np.testing.assert_allclose(new.fc1.weight.data, net.fc1.weight.data - 0.1 * np.asarray(grads.fc1.weight))
+    assert net.num_params == 2 * 16 + 16 + 16 + 1 + 4
+
+
+def test_a_module_without_forward_or_call_says_so():
+    class Empty(nn.Module):
+        pass
+
+    with pytest.raises(NotImplementedError, match="defines neither __call__ nor forward"):
+        Empty()(1.0)
+    with pytest.raises(NotImplementedError, match="defines neither __call__ nor forward"):
+        Empty().forward(1.0)
+    layer = nn.Linear(2, 1, rng=0)
+    assert np.array_equal(layer.forward(np.ones((1, 2))).numpy(), layer(np.ones((1, 2))).numpy())

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -288,7 +289,7 @@ register_pytree(Sequential, _flatten_sequential, _unflatten_sequential)
 
 def _child_names(cls: type, n: int) -> list[str] | None:
     """A module's children as error messages name them (``.weight``): see ``core.tree.set_child_names``."""
-    if isinstance(cls, type) and issubclass(cls, Module) and cls is not Sequential:
+    if isinstance(cls, type) and issubclass(cls, Module) and cls is not Sequential and dataclasses.is_dataclass(cls):
         return [f".{name}" for name in _dynamic_fields(cls)]
     return None
 

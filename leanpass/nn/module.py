@@ -124,6 +124,23 @@ class Module:
     (Tensors, sub-modules, tuples of them). A subclass of your own is registered by
     ``Module.register(cls)`` (done automatically on subclassing).
 
+    A subclass written as in LeanPass 0.1.14 or PyTorch, without the dataclass decorator, works
+    too: it sets its layers as attributes in ``__init__`` and defines ``forward`` (or
+    ``__call__``). Its children are the attributes that hold Tensors, arrays or modules (also in
+    lists, tuples and dicts), in the order they were set; the other attributes are structure.
+    Such a module is not frozen: build a new one rather than reassigning its attributes once
+    transforms have seen it.
+
+    >>> class Net(Module):
+    ...     def __init__(self):
+    ...         self.hidden = Linear(2, 4, rng=0)
+    ...         self.out = Linear(4, 1, rng=1)
+    ...     def forward(self, x):
+    ...         return self.out(relu(self.hidden(x)))
+    >>> net = Net()
+    >>> net(np.ones((3, 2))).shape, [name for name, _ in net.named_parameters()][:2]
+    ((3, 1), ['hidden.weight', 'hidden.bias'])
+
     >>> lin = Linear(3, 2, rng=np.random.default_rng(0))
     >>> leaves, _ = lp.tree_flatten(lin)
     >>> [leaf.shape for leaf in leaves]
@@ -136,9 +153,17 @@ class Module:
         super().__init_subclass__(**kwargs)
         register_pytree(cls, _flatten_module, functools.partial(_unflatten_module, cls), frozen=True)
 
-    # what a subclass overrides
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError(f"{type(self).__name__} does not define __call__")
+    # what a subclass overrides: __call__, or forward (PyTorch's and 0.1.14's name)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if type(self).forward is Module.forward:
+            raise NotImplementedError(f"{type(self).__name__} defines neither __call__ nor forward")
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The module applied to its inputs: the same as calling it (``model.forward(x)`` is ``model(x)``)."""
+        if type(self).__call__ is Module.__call__:
+            raise NotImplementedError(f"{type(self).__name__} defines neither __call__ nor forward")
+        return self(*args, **kwargs)
 
     def init_state(self) -> Any:
         """The module's state before training (``BatchNorm``'s running statistics), or None if it has none.
@@ -174,7 +199,9 @@ class Module:
 
     def _named_children(self) -> list[tuple[str, Any]]:
         """The children as ``(attribute name, value)`` pairs, in the order of the pytree."""
-        return [(name, self.__dict__[name]) for name in _dynamic_fields(type(self))]
+        d = self.__dict__
+        names = _dynamic_fields(type(self)) if dataclasses.is_dataclass(self) else _plain_children(d)
+        return [(name, d[name]) for name in names]
 
     def named_parameters(self) -> list[tuple[str, Tensor]]:
         """The parameter Tensors with their names, as ``(name, tensor)`` pairs.
@@ -318,15 +345,58 @@ def _getter(names: tuple[str, ...]) -> _Getter:
     return operator.itemgetter(*names) if names else lambda d: ()
 
 
-def _flatten_module(obj: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    _, children, meta, _ = _SPECS.get(type(obj)) or _spec(type(obj))
+def _flatten_module(obj: Any) -> tuple[Any, tuple[Any, ...]]:
+    spec = _SPECS.get(type(obj))
+    if spec is None:
+        if not dataclasses.is_dataclass(obj):  # a module written as in 0.1.14 / PyTorch
+            _register_plain(type(obj))
+            return _flatten_plain(obj)
+        spec = _spec(type(obj))
     d = obj.__dict__
-    return children(d), meta(d)
+    return spec[1](d), spec[2](d)
 
 
 def _unflatten_module(cls: type, meta: Any, children: list[Any]) -> Any:
     """A module class's unflatten until its first use, when ``_spec`` registers the written-out one."""
+    if not dataclasses.is_dataclass(cls):
+        _register_plain(cls)
+        return _unflatten_plain(cls, meta, children)
     return _spec(cls)[3](meta, children)
+
+
+# ----- modules that are not dataclasses (0.1.14's and PyTorch's way of writing one) -------------------------
+def _holds_arrays(v: Any) -> bool:
+    """Whether an attribute's value is a child of the pytree: it holds a Tensor, an array or a module."""
+    if type(v) is Tensor or isinstance(v, (np.ndarray, Module)):
+        return True
+    if isinstance(v, (list, tuple, dict)) and v:
+        leaves, _ = tree_flatten(v)
+        return any(type(x) is Tensor or isinstance(x, np.ndarray) for x in leaves)
+    return False
+
+
+def _plain_children(d: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(k for k, v in d.items() if k != _CACHE and _holds_arrays(v))
+
+
+def _flatten_plain(obj: Any) -> tuple[list[Any], tuple[Any, ...]]:
+    d = obj.__dict__
+    names = _plain_children(d)
+    static = tuple((k, v) for k, v in d.items() if k != _CACHE and k not in names)
+    return [d[k] for k in names], (names, static, tuple(k for k in d if k != _CACHE))
+
+
+def _unflatten_plain(cls: type, meta: tuple[Any, ...], children: list[Any]) -> Any:
+    names, static, order = meta
+    values = dict(static)
+    values.update(zip(names, children))
+    obj: Any = object.__new__(cls)
+    obj.__dict__.update((k, values[k]) for k in order)
+    return obj
+
+
+def _register_plain(cls: type) -> None:
+    register_pytree(cls, _flatten_plain, functools.partial(_unflatten_plain, cls))  # (not frozen: no memo)
 
 
 def _set(obj: Any, **values: Any) -> None:
