@@ -89,11 +89,15 @@ def __getattr__(name: str) -> Any:
         from . import losses
 
         return getattr(losses, name)
+    if name in ("losses", "metrics"):  # (submodules, loaded on first use)
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'leanpass.nn' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_CONV_LAYERS, *_LOSSES})
+    return sorted({*globals(), *_CONV_LAYERS, *_LOSSES, "losses", "metrics"})
 
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from .module import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _le
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm"]
 
 
-def _he(rng: Any, shape: tuple[int, ...], fan_in: int, dt: np.dtype[Any], rg: bool = False) -> Tensor:
+def _he(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int, dt: np.dtype[Any], rg: bool = False) -> Tensor:
     """He normal ``N(0, 2 / fan_in)``, with the fan-in of a convolution's kernel (``rg``: requires grad)."""
     w = rng.standard_normal(shape) * math.sqrt(2.0 / max(fan_in, 1))  # (max: an empty weight)
     return Tensor(w, dtype=dt, requires_grad=rg)

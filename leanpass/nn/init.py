@@ -16,21 +16,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from ..core.tensor import Tensor
 from ..data import _generator as _check_rng
-from .module import DTypeLike, _float_dtype
+from .module import DTypeLike, _float_dtype, _global_rng
 
 __all__ = ["he_normal", "he_uniform", "glorot_normal", "glorot_uniform", "xavier_normal", "xavier_uniform", "zeros",
            "kaiming_normal", "kaiming_uniform", "normal", "orthogonal", "fan_in_uniform"]
 
 
-def _gen(rng: np.random.Generator | int | None, where: str) -> Any:
+def _gen(rng: np.random.Generator | int | None, where: str) -> np.random.Generator:
     """The generator to draw from: ``rng``, a new one seeded by an int, or NumPy's global one for None."""
-    return np.random if rng is None or rng is np.random else _check_rng(rng, where)
+    return _global_rng() if rng is None else _check_rng(rng, where)
 
 
 # ----- initialisers ------------------------------------------------------------------------------

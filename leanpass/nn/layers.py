@@ -29,6 +29,7 @@ from .module import (
     _as_input,
     _dynamic_fields,
     _float_dtype,
+    _global_rng,
     _leaf_dtype,
     _leaf_shape,
     _param,
@@ -395,7 +396,7 @@ def dropout(x: ArrayLike, rate: float, rng: np.random.Generator | None) -> Any:
         raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
     if rng is None or rate == 0.0:
         return x
-    if not isinstance(rng, np.random.Generator) and rng is not np.random:  # (np.random: the global generator)
+    if not isinstance(rng, np.random.Generator):
         raise TypeError(
             f"dropout: rng must be a np.random.Generator, got {type(rng).__name__}. A seed would draw the "
             "same mask on every call; make the generator once, rng = np.random.default_rng(0), and pass it "
@@ -448,8 +449,7 @@ class Dropout(Module):
             return dropout(x, self.rate, rng)
         if not training:
             return x
-        gen: Any = np.random if rng is None else rng  # (np.random: NumPy's global generator)
-        return dropout(x, self.rate, gen)
+        return dropout(x, self.rate, _global_rng() if rng is None else rng)
 
     def _summary(self) -> str:
         return f"Dropout({self.rate:g})"

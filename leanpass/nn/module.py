@@ -49,17 +49,23 @@ def _float_dtype(dtype: DTypeLike, where: str) -> np.dtype[Any]:
     return dt
 
 
-def _source(rng: Any, dtype: DTypeLike | None, where: str) -> tuple[Any, np.dtype[Any], bool]:
+def _global_rng() -> np.random.Generator:
+    """A Generator drawing from NumPy's global state (the one ``np.random.seed`` sets and the
+    ``np.random`` functions draw from), so that ``np.random.seed(n)`` repeats what it draws."""
+    return np.random.Generator(np.random.get_bit_generator())  # type: ignore[attr-defined, unused-ignore]
+
+
+def _source(rng: Any, dtype: DTypeLike | None, where: str) -> tuple[np.random.Generator, np.dtype[Any], bool]:
     """A layer's ``(generator, dtype, requires_grad)`` from its ``rng`` and ``dtype`` arguments.
 
     Given ``rng`` (a Generator or an int seed): that generator, float32 unless ``dtype`` says otherwise,
     and Tensors that do not require grad (the functional style differentiates with ``leanpass.grad``).
-    Without ``rng`` (LeanPass 0.1.14's form, ``nn.Linear(4, 8)``): NumPy's global generator (the
-    ``np.random`` functions, so ``np.random.seed(n)`` repeats a run), float64 (0.1.14's only dtype)
+    Without ``rng`` (LeanPass 0.1.14's form, ``nn.Linear(4, 8)``): NumPy's global generator (the state
+    of the ``np.random`` functions, so ``np.random.seed(n)`` repeats a run), float64 (0.1.14's only dtype)
     and parameters that require grad (``loss.backward()`` fills their ``.grad``).
     """
     if rng is None:
-        return np.random, _float_dtype(np.float64 if dtype is None else dtype, where), True
+        return _global_rng(), _float_dtype(np.float64 if dtype is None else dtype, where), True
     return _check_rng(rng, where), _float_dtype(np.float32 if dtype is None else dtype, where), False
 
 
