@@ -315,3 +315,12 @@ def test_a_module_without_forward_or_call_says_so():
         Empty().forward(1.0)
     layer = nn.Linear(2, 1, rng=0)
     assert np.array_equal(layer.forward(np.ones((1, 2))).numpy(), layer(np.ones((1, 2))).numpy())
+
+
+def test_a_0_1_14_style_module_saves_and_loads(tmp_path):
+    net = Net(hidden=3)
+    lp.save(tmp_path / "net.npz", net)
+    for loaded in (lp.load(tmp_path / "net.npz"), lp.load(tmp_path / "net.npz", like=net)):
+        assert type(loaded) is Net and loaded.name == "net"
+        assert [n for n, _ in loaded.named_parameters()] == [n for n, _ in net.named_parameters()]
+        assert np.array_equal(loaded(np.ones((2, 2))).data, net(np.ones((2, 2))).data)
