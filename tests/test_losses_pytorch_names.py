@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_ops_helpers import FAST, seeds, shapes
 
 import leanpass as lp
 from leanpass import losses
@@ -117,3 +120,40 @@ def test_errors_name_the_problem():
         losses.nll(np.zeros((2, 3)), np.array([0.0, 1.0]))
     with pytest.raises(ValueError, match=r"in \[0, 3\)"):
         losses.nll(np.zeros((2, 3)), np.array([0, 3]))
+
+
+# ----- any shape (scalars included): values and gradients against the formulas -------------------------
+@FAST
+@given(shapes, seeds, st.sampled_from([0.3, 1.0, 2.5]))
+def test_elementwise_losses_on_any_shape(shape, seed, delta):
+    rng = np.random.default_rng(seed)
+    p, t = rng.standard_normal(shape) * 2, rng.standard_normal(shape)
+    d = p - t
+    d_away = np.where(np.abs(np.abs(d) - delta) < 1e-3, d + 0.01, d)  # (no element at the kink)
+    p = t + d_away
+    d = p - t
+    for fn, per, grad in (
+        (lambda x: losses.l1(x, t, "sum"), np.abs(d), np.sign(d)),
+        (lambda x: losses.huber(x, t, "sum", delta=delta), torch_huber(d, delta), np.clip(d, -delta, delta)),
+        (lambda x: losses.smooth_l1(x, t, "sum", beta=delta), torch_smooth_l1(d, delta),
+         np.clip(d / delta, -1.0, 1.0)),
+    ):
+        value, g = lp.value_and_grad(fn)(p)
+        np.testing.assert_allclose(value.item(), per.sum(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(np.asarray(g), grad, rtol=1e-12, atol=1e-14)
+
+
+@FAST
+@given(shapes, seeds)
+def test_kl_div_and_nll_on_any_shape(shape, seed):
+    rng = np.random.default_rng(seed)
+    shape = (*shape, 3)  # (a class axis)
+    log_q = np.log(rng.dirichlet(np.ones(3), size=shape[:-1]))
+    target = rng.dirichlet(np.ones(3), size=shape[:-1])
+    value, g = lp.value_and_grad(lambda lq: losses.kl_div(lq, target, "sum"))(log_q)
+    np.testing.assert_allclose(value.item(), (target * (np.log(target) - log_q)).sum(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.asarray(g), -target, rtol=1e-15)
+    labels = rng.integers(0, 3, shape[:-1])
+    value, g = lp.value_and_grad(lambda lq: losses.nll(lq, labels, "sum"))(log_q)
+    np.testing.assert_allclose(value.item(), -np.take_along_axis(log_q, labels[..., None], -1).sum(), rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(g), -np.eye(3)[labels])
