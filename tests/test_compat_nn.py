@@ -324,3 +324,16 @@ def test_a_0_1_14_style_module_saves_and_loads(tmp_path):
         assert type(loaded) is Net and loaded.name == "net"
         assert [n for n, _ in loaded.named_parameters()] == [n for n, _ in net.named_parameters()]
         assert np.array_equal(loaded(np.ones((2, 2))).data, net(np.ones((2, 2))).data)
+
+
+def test_jit_refuses_draws_from_the_global_generator_it_would_replay():
+    drop = nn.Dropout(0.5)
+    with pytest.raises(TypeError, match="NumPy's global generator.*Pass a np.random.Generator as an argument"):
+        lp.jit(lambda x: drop(x, training=True) * 1.0)(np.ones(8))
+    with pytest.raises(TypeError, match="NumPy's global generator"):
+        lp.jit(lambda x: x * np.random.random(8))(np.ones(8))
+    jitted = lp.jit(lambda x, rng: drop(x, rng=rng) * 1.0)  # a generator argument: fresh masks at each call
+    rng = np.random.default_rng(0)
+    masks = [jitted(np.ones(16), rng) for _ in range(3)]
+    assert not np.array_equal(masks[0], masks[1])
+    assert lp.jit(lambda x: x * 2.0)(np.ones(2)).tolist() == [2.0, 2.0]
