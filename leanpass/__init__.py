@@ -100,7 +100,8 @@ del np
 # Everything past differentiation (nn, optim, losses, data, checkpoints, transforms beyond grad, the
 # SciPy-style functions, convolutions) loads on first use, so that `import leanpass` stays cheap for
 # code that only differentiates. Name -> the module that defines it.
-_LAZY = {"nn": "nn", "optim": "optim", "losses": "nn.losses", "data": "data", "datasets": "datasets",
+_LAZY = {"nn": "nn", "optim": "optim", "losses": "nn.losses", "metrics": "nn.metrics", "data": "data",
+         "datasets": "datasets", "progress": "tools.progress_bar",
          "save": "checkpoint", "load": "checkpoint", "CheckpointError": "checkpoint",
          "linalg": "numpy.linalg", "special": "scipy.special", "stats": "scipy.stats",
          "vmap": "transforms.vmap.batching", "jit": "transforms.jit.jitted", "jvp": "transforms.forward_mode",
@@ -115,7 +116,7 @@ _LAZY = {"nn": "nn", "optim": "optim", "losses": "nn.losses", "data": "data", "d
 if TYPE_CHECKING:
     from . import data, datasets, nn, ops, optim, plugin_registry
     from .checkpoint import CheckpointError, load, save
-    from .nn import losses
+    from .nn import losses, metrics
     from .numpy import linalg
     from .numpy.attention import scaled_dot_product_attention
     from .numpy.convolution import (
@@ -133,6 +134,7 @@ if TYPE_CHECKING:
     from .scipy import special, stats
     from .tools.debug import debug_nans
     from .tools.graph import draw_graph, to_dot
+    from .tools.progress_bar import progress
     from .transforms.forward_mode import jvp
     from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
     from .transforms.jit.jitted import jit
@@ -162,3 +164,4 @@ __all__ += ["linalg", "special", "stats"]
 __all__ += ["jit"]
 __all__ += ["to_dot", "draw_graph", "debug_nans"]
 __all__ += ["ops", "plugin_registry"]
+__all__ += ["metrics", "progress"]

@@ -35,6 +35,7 @@ import struct
 import tempfile
 import zipfile
 import zlib
+from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -77,8 +78,8 @@ def _fields_missing(cls: type, n: int) -> bool:
     from . import nn
     from .nn.module import _dynamic_fields
 
-    if isinstance(cls, type) and issubclass(cls, nn.Module) and cls is not nn.Sequential:
-        return len(_dynamic_fields(cls)) != n
+    if isinstance(cls, type) and issubclass(cls, nn.Module) and cls is not nn.Sequential and is_dataclass(cls):
+        return len(_dynamic_fields(cls)) != n  # (a module that is not a dataclass has the fields it was given)
     return False
 
 

@@ -2,8 +2,9 @@
 
 A module is a value. ``leanpass.grad(loss_fn)(model)`` returns a gradient with the model's
 own shape (a ``Linear`` of gradients), an optimizer update returns a new model, and nothing
-is ever changed in place. Every initialiser takes an explicit ``np.random.Generator``, so the
-same seed gives the same model, bit for bit.
+is ever changed in place. Every initialiser takes an ``np.random.Generator`` (or an int seed), so
+the same seed gives the same model, bit for bit; without one (``nn.MLP([4, 8, 3])``, LeanPass
+0.1.14's form) it draws from NumPy's global generator, so ``np.random.seed(n)`` repeats a run.
 
 >>> import numpy as np
 >>> from leanpass import nn
@@ -23,7 +24,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..numpy.attention import scaled_dot_product_attention
-from .init import glorot_normal, glorot_uniform, he_normal, he_uniform, xavier_normal, xavier_uniform, zeros
+from .init import (
+    fan_in_uniform,
+    glorot_normal,
+    glorot_uniform,
+    he_normal,
+    he_uniform,
+    kaiming_normal,
+    kaiming_uniform,
+    normal,
+    orthogonal,
+    xavier_normal,
+    xavier_uniform,
+    zeros,
+)
 from .layers import (
     ACTIVATIONS,
     MLP,
@@ -48,6 +62,8 @@ __all__ = [
     "relu", "tanh", "sigmoid", "gelu", "leaky_relu", "softplus", "identity", "ACTIVATIONS",
     "he_normal", "he_uniform", "glorot_normal", "glorot_uniform", "xavier_normal", "xavier_uniform",
     "zeros", "param_count", "trainable", "dropout", "scaled_dot_product_attention",
+    "kaiming_normal", "kaiming_uniform", "normal", "orthogonal", "fan_in_uniform",
+    "mse_loss", "cross_entropy_loss", "binary_cross_entropy_loss", "losses", "metrics",
     "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm",
     "CausalSelfAttention",
 ]
@@ -62,6 +78,10 @@ __test__ = {f"{cls.__name__}.{name}": f for cls in (Module, Linear, MLP, Sequent
 _CONV_LAYERS = ("Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm")
 
 
+# LeanPass 0.1.14's loss functions (their home is leanpass.losses, loaded on first use)
+_LOSSES = ("mse_loss", "cross_entropy_loss", "binary_cross_entropy_loss")
+
+
 def __getattr__(name: str) -> Any:
     if name in _CONV_LAYERS:
         from . import conv as conv_layers
@@ -71,6 +91,14 @@ def __getattr__(name: str) -> Any:
         from .attention import CausalSelfAttention
 
         return CausalSelfAttention
+    if name in _LOSSES:
+        from . import losses
+
+        return getattr(losses, name)
+    if name in ("losses", "metrics"):  # (submodules, loaded on first use)
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'leanpass.nn' has no attribute {name!r}")
 
 
@@ -82,3 +110,4 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from .attention import CausalSelfAttention
     from .conv import AvgPool2d, BatchNorm, Conv1d, Conv2d, ConvTranspose2d, Flatten, GroupNorm, MaxPool2d
+    from .losses import binary_cross_entropy_loss, cross_entropy_loss, mse_loss

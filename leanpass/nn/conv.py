@@ -32,18 +32,18 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..core.tensor import ArrayLike, Tensor
-from ..data import _generator as _check_rng
 from ..functional.norms import batch_statistics
 from ..numpy import basics
 from ..numpy import convolution as conv
-from .module import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
+from .module import DTypeLike, Module, _as_input, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size, _source
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm"]
 
 
-def _he(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int, dt: np.dtype[Any]) -> Tensor:
-    """He normal ``N(0, 2 / fan_in)``, with the fan-in of a convolution's kernel."""
-    return Tensor(rng.standard_normal(shape) * math.sqrt(2.0 / max(fan_in, 1)), dtype=dt)  # (0: an empty weight)
+def _he(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int, dt: np.dtype[Any], rg: bool = False) -> Tensor:
+    """He normal ``N(0, 2 / fan_in)``, with the fan-in of a convolution's kernel (``rg``: requires grad)."""
+    w = rng.standard_normal(shape) * math.sqrt(2.0 / max(fan_in, 1))  # (max: an empty weight)
+    return Tensor(w, dtype=dt, requires_grad=rg)
 
 
 def _ints(v: Any, n: int) -> Any:
@@ -94,13 +94,13 @@ class Conv2d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, int], stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True, *,
-                 rng: np.random.Generator | int, dtype: DTypeLike = np.float32) -> None:
-        rng = _check_rng(rng, "Conv2d")
-        dt = _float_dtype(dtype, "Conv2d")
+                 rng: np.random.Generator | int | None = None, dtype: DTypeLike | None = None) -> None:
+        rng, dt, rg = _source(rng, dtype, "Conv2d")
         cin, cout, groups = _channels("Conv2d", in_channels, out_channels, groups)
         kh, kw = _kernel("Conv2d", kernel_size)
-        w = _he(rng, (cout, cin // groups, kh, kw), cin // groups * kh * kw, dt)
-        _set(self, weight=w, bias=Tensor(np.zeros(cout, dtype=dt)) if bias else None, stride=_ints(stride, 2),
+        w = _he(rng, (cout, cin // groups, kh, kw), cin // groups * kh * kw, dt, rg)
+        b = Tensor(np.zeros(cout, dtype=dt), requires_grad=rg) if bias else None
+        _set(self, weight=w, bias=b, stride=_ints(stride, 2),
              padding=_ints(padding, 2), dilation=_ints(dilation, 2), groups=groups)
 
     def __call__(self, x: ArrayLike) -> Tensor:
@@ -136,14 +136,14 @@ class Conv1d(Module):
     _static: ClassVar[tuple[str, ...]] = ("stride", "padding", "dilation", "groups")
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: Any = 0,
-                 dilation: int = 1, groups: int = 1, bias: bool = True, *, rng: np.random.Generator | int,
-                 dtype: DTypeLike = np.float32) -> None:
-        rng = _check_rng(rng, "Conv1d")
-        dt = _float_dtype(dtype, "Conv1d")
+                 dilation: int = 1, groups: int = 1, bias: bool = True, *,
+                 rng: np.random.Generator | int | None = None, dtype: DTypeLike | None = None) -> None:
+        rng, dt, rg = _source(rng, dtype, "Conv1d")
         cin, cout, groups = _channels("Conv1d", in_channels, out_channels, groups)
         k = _size(kernel_size, "kernel_size", "Conv1d", 1)
-        w = _he(rng, (cout, cin // groups, k), cin // groups * k, dt)
-        _set(self, weight=w, bias=Tensor(np.zeros(cout, dtype=dt)) if bias else None, stride=int(stride),
+        w = _he(rng, (cout, cin // groups, k), cin // groups * k, dt, rg)
+        b = Tensor(np.zeros(cout, dtype=dt), requires_grad=rg) if bias else None
+        _set(self, weight=w, bias=b, stride=int(stride),
              padding=_ints(padding, 2), dilation=int(dilation), groups=groups)
 
     def __call__(self, x: ArrayLike) -> Tensor:
@@ -177,13 +177,13 @@ class ConvTranspose2d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, int], stride: Any = 1,
                  padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
-                 *, rng: np.random.Generator | int, dtype: DTypeLike = np.float32) -> None:
-        rng = _check_rng(rng, "ConvTranspose2d")
-        dt = _float_dtype(dtype, "ConvTranspose2d")
+                 *, rng: np.random.Generator | int | None = None, dtype: DTypeLike | None = None) -> None:
+        rng, dt, rg = _source(rng, dtype, "ConvTranspose2d")
         cin, cout, groups = _channels("ConvTranspose2d", in_channels, out_channels, groups)
         kh, kw = _kernel("ConvTranspose2d", kernel_size)
-        w = _he(rng, (cin, cout // groups, kh, kw), cout // groups * kh * kw, dt)
-        _set(self, weight=w, bias=Tensor(np.zeros(cout, dtype=dt)) if bias else None, stride=_ints(stride, 2),
+        w = _he(rng, (cin, cout // groups, kh, kw), cout // groups * kh * kw, dt, rg)
+        b = Tensor(np.zeros(cout, dtype=dt), requires_grad=rg) if bias else None
+        _set(self, weight=w, bias=b, stride=_ints(stride, 2),
              padding=_ints(padding, 2), output_padding=_ints(output_padding, 2), dilation=_ints(dilation, 2),
              groups=groups)
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -18,12 +19,24 @@ import numpy as np
 
 from ..core.tensor import ArrayLike, Tensor, _linear
 from ..core.tree import register_pytree, set_child_names
-from ..data import _generator as _check_rng
 from ..functional import _lift
 from ..numpy import basics
 from ..numpy.basics import gelu, leaky_relu, relu, sigmoid, softplus, tanh
 from .init import _initialiser, zeros
-from .module import DTypeLike, Module, _as_input, _dynamic_fields, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
+from .module import (
+    DTypeLike,
+    Module,
+    _as_input,
+    _dynamic_fields,
+    _float_dtype,
+    _global_rng,
+    _leaf_dtype,
+    _leaf_shape,
+    _param,
+    _set,
+    _size,
+    _source,
+)
 
 __all__ = ["Linear", "MLP", "Sequential", "Embedding", "LayerNorm", "Dropout", "dropout",
            "relu", "tanh", "sigmoid", "gelu", "leaky_relu", "softplus", "identity", "ACTIVATIONS"]
@@ -71,6 +84,15 @@ class Linear(Module):
     ``init`` names the weight initialiser (``"he"`` for relu nets, ``"glorot"`` for tanh); the
     bias starts at zero. NumPy inputs are cast to the layer's ``dtype``.
 
+    ``rng`` may be omitted, as in LeanPass 0.1.14: the weights are then drawn from NumPy's global
+    generator (``np.random.seed(n)`` repeats a run), in float64, from 0.1.14's (and PyTorch's)
+    ``U(-1/sqrt(in_features), 1/sqrt(in_features))``, and they require grad, so ``loss.backward()``
+    fills their ``.grad``. Given ``rng``: float32, ``init="he"``, for the functional style.
+
+    >>> np.random.seed(0)
+    >>> Linear(2, 3).weight.dtype, Linear(2, 3).weight.requires_grad
+    (dtype('float64'), True)
+
     >>> layer = Linear(3, 2, rng=np.random.default_rng(0))
     >>> layer
     Linear(3 -> 2, dtype=float32)
@@ -81,14 +103,15 @@ class Linear(Module):
     weight: Any
     bias: Any = None
 
-    def __init__(self, in_features: int, out_features: int, *, rng: np.random.Generator | int,
-                 bias: bool = True, init: str | Callable[..., Tensor] = "he",
-                 dtype: DTypeLike = np.float32) -> None:
-        rng = _check_rng(rng, "Linear")
-        dt = _float_dtype(dtype, "Linear")
+    def __init__(self, in_features: int, out_features: int, *, rng: np.random.Generator | int | None = None,
+                 bias: bool = True, init: str | Callable[..., Tensor] | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        gen, dt, rg = _source(rng, dtype, "Linear")
         fan_in, fan_out = _size(in_features, "in_features", "Linear"), _size(out_features, "out_features", "Linear")
-        w = _initialiser(init)(rng, (fan_in, fan_out), dt)
-        _set(self, weight=w, bias=zeros(None, (fan_out,), dt) if bias else None)
+        if init is None:
+            init = "fan_in_uniform" if rng is None else "he"
+        w = _initialiser(init)(gen, (fan_in, fan_out), dt)
+        _set(self, weight=_param(w, rg), bias=_param(zeros(None, (fan_out,), dt), rg) if bias else None)
 
     @property
     def in_features(self) -> int:
@@ -130,6 +153,8 @@ class MLP(Module):
 
     ``sizes`` lists the widths: ``[64, 128, 10]`` is 64 inputs, one hidden layer of 128 and 10
     outputs. ``activation`` is a name from ``nn.ACTIVATIONS`` (or one of those functions).
+    ``rng`` may be omitted (LeanPass 0.1.14's ``nn.MLP([2, 16, 3])``): see ``Linear``; the layers are
+    then initialised as in 0.1.14 whatever the activation (pass ``init=`` to choose).
 
     >>> mlp = MLP([2, 3, 1], rng=np.random.default_rng(0), activation="tanh", dtype=np.float64)
     >>> mlp.num_params, mlp(np.zeros((5, 2))).shape
@@ -140,15 +165,16 @@ class MLP(Module):
     activation: str = "relu"
     _static: ClassVar[tuple[str, ...]] = ("activation",)
 
-    def __init__(self, sizes: Sequence[int], *, rng: np.random.Generator | int,
+    def __init__(self, sizes: Sequence[int], *, rng: np.random.Generator | int | None = None,
                  activation: str | Callable[[Any], Any] = "relu", init: str | Callable[..., Tensor] | None = None,
-                 dtype: DTypeLike = np.float32) -> None:
+                 dtype: DTypeLike | None = None) -> None:
         sizes = [int(s) for s in sizes]
         if len(sizes) < 2:
             raise ValueError(f"MLP(sizes): give at least an input and an output size, e.g. [64, 10]; got {sizes}")
-        rng = _check_rng(rng, "MLP")
+        if rng is not None:
+            rng = _source(rng, dtype, "MLP")[0]  # (one generator for all the layers, from an int seed too)
         name = _activation_name(activation)
-        if init is None:
+        if init is None and rng is not None:
             init = "he" if name in ("relu", "leaky_relu", "gelu") else "glorot"
         layers = tuple(Linear(a, b, rng=rng, init=init, dtype=dtype) for a, b in zip(sizes[:-1], sizes[1:]))
         _set(self, layers=layers, activation=name)
@@ -195,6 +221,9 @@ class Sequential(Module):
                 raise TypeError(f"Sequential: layer {i} ({type(layer).__name__}) is not callable; "
                                 "pass modules or functions")
         _set(self, layers=tuple(layers))
+
+    def _named_children(self) -> list[tuple[str, Any]]:
+        return [(f"layers.{i}", layer) for i, layer in enumerate(self.layers) if isinstance(layer, Module)]
 
     def init_state(self) -> Any:
         """One state per layer (None for a layer without one), or None when no layer has state.
@@ -261,7 +290,7 @@ register_pytree(Sequential, _flatten_sequential, _unflatten_sequential)
 
 def _child_names(cls: type, n: int) -> list[str] | None:
     """A module's children as error messages name them (``.weight``): see ``core.tree.set_child_names``."""
-    if isinstance(cls, type) and issubclass(cls, Module) and cls is not Sequential:
+    if isinstance(cls, type) and issubclass(cls, Module) and cls is not Sequential and dataclasses.is_dataclass(cls):
         return [f".{name}" for name in _dynamic_fields(cls)]
     return None
 
@@ -273,7 +302,8 @@ set_child_names(_child_names)
 class Embedding(Module):
     """A lookup table: row ``i`` of ``weight`` (shape ``(num_embeddings, dim)``) for index ``i``.
 
-    Initialised ``N(0, 1)``. Gradients of repeated indices add up.
+    Initialised ``N(0, 1)``. Gradients of repeated indices add up. Without ``rng`` the table is
+    drawn from NumPy's global generator, in float64, and requires grad (see ``Linear``).
 
     >>> emb = Embedding(10, 4, rng=np.random.default_rng(0))
     >>> emb(np.array([[1, 2], [3, 3]])).shape
@@ -282,12 +312,11 @@ class Embedding(Module):
 
     weight: Any
 
-    def __init__(self, num_embeddings: int, dim: int, *, rng: np.random.Generator | int,
-                 dtype: DTypeLike = np.float32) -> None:
-        rng = _check_rng(rng, "Embedding")
-        dt = _float_dtype(dtype, "Embedding")
+    def __init__(self, num_embeddings: int, dim: int, *, rng: np.random.Generator | int | None = None,
+                 dtype: DTypeLike | None = None) -> None:
+        gen, dt, rg = _source(rng, dtype, "Embedding")
         shape = (_size(num_embeddings, "num_embeddings", "Embedding"), _size(dim, "dim", "Embedding"))
-        _set(self, weight=Tensor(rng.standard_normal(shape), dtype=dt))
+        _set(self, weight=Tensor(gen.standard_normal(shape), dtype=dt, requires_grad=rg))
 
     def __call__(self, indices: ArrayLike) -> Tensor:
         """The rows of ``weight`` at integer ``indices`` (any shape): shape ``indices.shape + (dim,)``."""
@@ -389,19 +418,38 @@ class Dropout(Module):
     Tensor([1., 1., 1., 1.])
     >>> drop(Tensor(np.ones(4)), rng=np.random.default_rng(1)).numpy()
     array([2., 2., 0., 2.])
+
+    LeanPass 0.1.14's (and PyTorch's) form works too: ``Dropout(p=0.5)(x, training=True)`` draws
+    the mask from NumPy's global generator (``np.random.seed(n)`` repeats it), and
+    ``training=False`` turns dropout off. Unlike 0.1.14, a call with neither ``training`` nor
+    ``rng`` evaluates (no dropout), as it always has in this version.
+
+    >>> np.random.seed(0)
+    >>> Dropout(p=0.5)(Tensor(np.ones(4)), training=True).numpy()
+    array([2., 2., 2., 2.])
     """
 
     rate: float = 0.5
     _static: ClassVar[tuple[str, ...]] = ("rate",)
 
-    def __init__(self, rate: float = 0.5) -> None:
+    def __init__(self, rate: float = 0.5, *, p: float | None = None) -> None:
+        if p is not None:  # (PyTorch's and 0.1.14's name)
+            rate = p
         if not 0.0 <= rate < 1.0:
             raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
         _set(self, rate=float(rate))
 
-    def __call__(self, x: ArrayLike, *, rng: np.random.Generator | None = None) -> Any:
-        """Apply dropout with a generator (training); return ``x`` unchanged without one."""
-        return dropout(x, self.rate, rng)
+    def __call__(self, x: ArrayLike, training: bool | None = None, *, rng: np.random.Generator | None = None) -> Any:
+        """Apply dropout with a generator or ``training=True`` (training); return ``x`` unchanged otherwise.
+
+        ``training=True`` without ``rng`` draws from NumPy's global generator; ``training=False``
+        is evaluation even when ``rng`` is given.
+        """
+        if training is None:
+            return dropout(x, self.rate, rng)
+        if not training:
+            return x
+        return dropout(x, self.rate, _global_rng() if rng is None else rng)
 
     def _summary(self) -> str:
         return f"Dropout({self.rate:g})"

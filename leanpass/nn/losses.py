@@ -1,4 +1,6 @@
-"""Loss functions: ``mse``, ``cross_entropy``, ``binary_cross_entropy_with_logits``.
+"""Loss functions: ``mse``, ``cross_entropy``, ``binary_cross_entropy_with_logits``, ``l1``,
+``huber``, ``smooth_l1``, ``kl_div``, ``nll``, and LeanPass 0.1.14's ``mse_loss``,
+``cross_entropy_loss`` and ``binary_cross_entropy_loss`` (also in ``leanpass.nn``).
 
 Each takes Tensors or arrays and a ``reduction``: ``"mean"`` (the default), ``"sum"`` or
 ``"none"`` (one loss per example). The classification losses take logits (not
@@ -21,9 +23,10 @@ import numpy as np
 from .. import functional as F
 from ..core.tensor import ArrayLike, Tensor, apply
 from ..functional import _lift
-from ..numpy import basics
+from ..numpy import arrays, basics
 
-__all__ = ["mse", "cross_entropy", "binary_cross_entropy_with_logits"]
+__all__ = ["mse", "cross_entropy", "binary_cross_entropy_with_logits", "l1", "huber", "smooth_l1", "kl_div", "nll",
+           "mse_loss", "cross_entropy_loss", "binary_cross_entropy_loss"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 _min = np.minimum.reduce  # an array's minimum without the Python wrapper of ndarray.min
@@ -183,6 +186,197 @@ def binary_cross_entropy_with_logits(logits: ArrayLike, targets: ArrayLike, redu
     target = _like(targets, logits, "binary_cross_entropy_with_logits")
     _same_shape(logits, target, "binary_cross_entropy_with_logits: logits", "targets")
     return _reduce(basics.softplus(logits) - logits * target, reduction)
+
+
+# ----- more losses, with PyTorch's meaning ----------------------------------------------------------
+def _diff(pred: ArrayLike, target: ArrayLike, where: str, reduction: str) -> Any:
+    _check_reduction(reduction, where)
+    pred = _as_float(pred)
+    target = _like(target, pred, where)
+    _same_shape(pred, target, f"{where}: pred", "target")
+    return basics.subtract(pred, target)
+
+
+def l1(pred: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Tensor:
+    """Mean absolute error ``|pred - target|`` (PyTorch's ``l1_loss``); its gradient at 0 is 0.
+
+    >>> l1(Tensor([1.0, -2.0]), np.array([0.0, 0.0]))
+    Tensor(1.5)
+    """
+    return _reduce(basics.abs(_diff(pred, target, "l1", reduction)), reduction)
+
+
+def huber(pred: ArrayLike, target: ArrayLike, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    """Huber loss (PyTorch's ``huber_loss``): ``0.5 d**2`` where ``|d| <= delta``, else
+    ``delta * (|d| - 0.5 * delta)``, with ``d = pred - target``.
+
+    >>> huber(Tensor([0.5, 3.0]), np.array([0.0, 0.0]), reduction="none")
+    Tensor([0.125, 2.5  ])
+    """
+    if not delta > 0:
+        raise ValueError(f"huber: delta must be > 0, got {delta}")
+    a = basics.abs(_diff(pred, target, "huber", reduction))
+    quad = basics.minimum(a, float(delta))  # |d| up to delta: the quadratic part
+    return _reduce(quad * quad * 0.5 + (a - quad) * float(delta), reduction)
+
+
+def smooth_l1(pred: ArrayLike, target: ArrayLike, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """Smooth L1 loss (PyTorch's ``smooth_l1_loss``): ``0.5 d**2 / beta`` where ``|d| < beta``, else
+    ``|d| - 0.5 * beta``. It is ``huber(delta=beta) / beta``; ``beta=0`` is ``l1``.
+
+    >>> smooth_l1(Tensor([0.5, 3.0]), np.array([0.0, 0.0]), reduction="none")
+    Tensor([0.125, 2.5  ])
+    """
+    if beta < 0:
+        raise ValueError(f"smooth_l1: beta must be >= 0, got {beta}")
+    if beta == 0:
+        return l1(pred, target, reduction)
+    a = basics.abs(_diff(pred, target, "smooth_l1", reduction))
+    quad = basics.minimum(a, float(beta))
+    return _reduce(quad * quad * (0.5 / beta) + (a - quad), reduction)
+
+
+def kl_div(log_pred: ArrayLike, target: ArrayLike, reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """Kullback-Leibler divergence with PyTorch's ``kl_div`` convention: ``log_pred`` holds
+    log-probabilities, ``target`` probabilities (log-probabilities with ``log_target=True``).
+
+    Per element ``target * (log(target) - log_pred)``, 0 where ``target`` is 0. ``reduction``:
+    ``"mean"`` averages over every element (PyTorch's default, which is not the KL divergence),
+    ``"batchmean"`` sums and divides by the batch size (the first axis): the KL divergence per
+    example, as in the maths. Also ``"sum"`` and ``"none"``.
+
+    >>> logq = np.log(np.array([[0.5, 0.5]]))
+    >>> kl_div(Tensor(logq), np.array([[1.0, 0.0]]), reduction="batchmean")  # log 2
+    Tensor(0.69314718)
+    """
+    if reduction not in (*_REDUCTIONS, "batchmean"):
+        raise ValueError(f"kl_div: reduction must be 'mean', 'batchmean', 'sum' or 'none', got {reduction!r}")
+    log_pred = _as_float(log_pred)
+    target = _like(target, log_pred, "kl_div")
+    _same_shape(log_pred, target, "kl_div: log_pred", "target")
+    if log_target:
+        loss = basics.exp(target) * (target - log_pred)
+    else:
+        positive = _raw(target) > 0
+        safe = basics.where(positive, target, 1.0)  # (log(0) never computed: no nan in the gradient)
+        loss = basics.where(positive, target * (basics.log(safe) - log_pred), 0.0)
+    if reduction == "batchmean":
+        shape = np.shape(_raw(log_pred))
+        return basics.sum(loss) / float(shape[0] if shape else 1)
+    return _reduce(loss, reduction)
+
+
+def nll(log_probs: ArrayLike, labels: ArrayLike, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood ``-log_probs[..., label]`` (PyTorch's ``nll_loss``), for log-probabilities
+    (``log_softmax``'s output) and integer labels; the class axis is the last, as in ``cross_entropy``.
+
+    ``nll(log_softmax(logits), labels)`` is ``cross_entropy(logits, labels)``.
+
+    >>> nll(Tensor(np.log([[0.25, 0.75], [0.5, 0.5]])), np.array([1, 0]), reduction="none")
+    Tensor([0.28768207, 0.69314718])
+    """
+    _check_reduction(reduction, "nll")
+    log_probs = _as_float(log_probs)
+    shape = np.shape(_raw(log_probs))
+    lab = _raw(labels)
+    if len(shape) < 1:
+        raise ValueError("nll: log_probs need a class axis (shape (n, classes) or (classes,))")
+    if lab.dtype.kind not in "iu" or lab.shape != shape[:-1]:
+        raise ValueError(
+            f"nll: labels must be integer class indices of shape {shape[:-1]} (log_probs {shape} minus the "
+            f"class axis), got dtype {lab.dtype} and shape {lab.shape}."
+        )
+    classes = shape[-1]
+    if lab.size and (lab.min() < 0 or lab.max() >= classes):
+        raise _label_range_error(lab, classes)
+    flat = basics.reshape(log_probs, (-1, classes))
+    picked = -flat[np.arange(lab.size), lab.reshape(-1)]
+    return _reduce(basics.reshape(picked, shape[:-1]) if reduction == "none" else picked, reduction)
+
+
+# ----- LeanPass 0.1.14's loss names (also in leanpass.nn) --------------------------------------------
+def _to_shape_of(pred: Any, target: ArrayLike, where: str) -> Any:
+    """``target`` broadcast to ``pred``'s shape, when that is how it broadcasts; else a clear error.
+
+    A target that would widen the result, as ``(n,)`` against predictions ``(n, 1)`` (an ``(n, n)``
+    table of every prediction against every target), is refused: 0.1.14 averaged that table.
+    """
+    target = _like(target, pred, where)
+    ps, ts = np.shape(_raw(pred)), np.shape(_raw(target))
+    if ps == ts:
+        return target
+    try:
+        ok = np.broadcast_shapes(ps, ts) == ps
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{where}: the predictions have shape {ps} but the targets {ts}; they must match (or the targets "
+            "broadcast to the predictions' shape). For predictions (n, 1) and targets (n,) use "
+            "targets.reshape(-1, 1): broadcasting them would compare every prediction with every target."
+        )
+    return basics.broadcast_to(target, ps) if type(target) is Tensor else np.broadcast_to(target, ps)
+
+
+def mse_loss(prediction: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Tensor:
+    """Mean squared error, as LeanPass 0.1.14's (and PyTorch's) ``mse_loss``: ``mse`` with targets
+    that may broadcast to the predictions' shape (a scalar, a row).
+
+    >>> mse_loss(Tensor([[1.0, 2.0]]), 0.0)
+    Tensor(2.5)
+    """
+    pred = _as_float(prediction)
+    return mse(pred, _to_shape_of(pred, target, "mse_loss"), reduction)
+
+
+def cross_entropy_loss(prediction: ArrayLike, target: ArrayLike, axis: int = -1, reduction: str = "mean") -> Tensor:
+    """Softmax cross-entropy of logits against one-hot (or probability) targets of the same shape, as
+    LeanPass 0.1.14's ``cross_entropy_loss``: ``-sum(target * log_softmax(prediction), axis)``,
+    averaged over the examples.
+
+    Integer class indices (shape ``prediction.shape`` without ``axis``) work too. Computed from
+    ``log_softmax``: 0.1.14 took the log of a softmax clipped at 1e-15, so a wrong class with a
+    logit more than about 34.5 below the best stopped at a loss of 34.5 with no gradient; here the
+    loss keeps growing and the gradient stays ``softmax - target``.
+
+    >>> cross_entropy_loss(Tensor([[2.0, 0.0, -1.0]]), np.array([[1.0, 0.0, 0.0]]))
+    Tensor(0.16984602)
+    """
+    _check_reduction(reduction, "cross_entropy_loss")
+    pred = _as_float(prediction)
+    shape = np.shape(_raw(pred))
+    if not shape:
+        raise ValueError("cross_entropy_loss: the predictions need a class axis (shape (n, classes))")
+    lab = _raw(target)
+    ax = axis % len(shape)
+    if lab.dtype.kind in "iu" and lab.shape == shape[:ax] + shape[ax + 1:]:  # class indices
+        logits = pred if ax == len(shape) - 1 else arrays.moveaxis(pred, ax, -1)
+        return cross_entropy(logits, lab, reduction)
+    target = _to_shape_of(pred, target if lab.dtype.kind == "f" or type(target) is Tensor
+                          else lab.astype(_raw(pred).dtype), "cross_entropy_loss")
+    per_example = -basics.sum(target * basics.log_softmax(pred, axis=ax), axis=ax)
+    return _reduce(per_example, reduction)
+
+
+def binary_cross_entropy_loss(prediction: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Tensor:
+    """Binary cross-entropy of logits against labels in [0, 1], as LeanPass 0.1.14's
+    ``binary_cross_entropy_loss`` (which takes logits and applies the sigmoid itself).
+
+    Computed stably (``binary_cross_entropy_with_logits``): 0.1.14 clipped the sigmoid's log at
+    1e-15, so a logit beyond about +-34.5 on the wrong side gave a loss stuck at 34.5 and no
+    gradient; here the loss is exact and its gradient ``sigmoid(x) - y``.
+
+    >>> binary_cross_entropy_loss(Tensor([0.0, 50.0]), np.array([1.0, 0.0]), reduction="none")
+    Tensor([ 0.69314718, 50.        ])
+    """
+    pred = _as_float(prediction)
+    return binary_cross_entropy_with_logits(pred, _to_shape_of(pred, target, "binary_cross_entropy_loss"), reduction)
+
+
+# The 0.1.14 names' public home is ``leanpass.nn`` (where 0.1.14 had them).
+for _f in (mse_loss, cross_entropy_loss, binary_cross_entropy_loss):
+    _f.__module__ = "leanpass.nn"
+del _f
 
 
 def __dir__() -> list[str]:

@@ -14,13 +14,15 @@ import dataclasses
 import functools
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..core.tensor import Tensor
-from ..core.tree import _CACHE, register_pytree, tree_flatten, tree_map
+from ..core.tree import _CACHE, leaf_paths, register_pytree, tree_flatten, tree_map
+from ..data import _generator as _check_rng
 from ..functional import _lift
 from ..numpy import basics
 
@@ -45,6 +47,31 @@ def _float_dtype(dtype: DTypeLike, where: str) -> np.dtype[Any]:
     if dt not in (np.float32, np.float64):
         raise TypeError(f"{where}: dtype must be float32 or float64, got {dt}.")
     return dt
+
+
+def _global_rng() -> np.random.Generator:
+    """A Generator drawing from NumPy's global state (the one ``np.random.seed`` sets and the
+    ``np.random`` functions draw from), so that ``np.random.seed(n)`` repeats what it draws."""
+    return np.random.Generator(np.random.get_bit_generator())  # type: ignore[attr-defined, unused-ignore]
+
+
+def _source(rng: Any, dtype: DTypeLike | None, where: str) -> tuple[np.random.Generator, np.dtype[Any], bool]:
+    """A layer's ``(generator, dtype, requires_grad)`` from its ``rng`` and ``dtype`` arguments.
+
+    Given ``rng`` (a Generator or an int seed): that generator, float32 unless ``dtype`` says otherwise,
+    and Tensors that do not require grad (the functional style differentiates with ``leanpass.grad``).
+    Without ``rng`` (LeanPass 0.1.14's form, ``nn.Linear(4, 8)``): NumPy's global generator (the state
+    of the ``np.random`` functions, so ``np.random.seed(n)`` repeats a run), float64 (0.1.14's only dtype)
+    and parameters that require grad (``loss.backward()`` fills their ``.grad``).
+    """
+    if rng is None:
+        return _global_rng(), _float_dtype(np.float64 if dtype is None else dtype, where), True
+    return _check_rng(rng, where), _float_dtype(np.float32 if dtype is None else dtype, where), False
+
+
+def _param(t: Tensor, requires_grad: bool) -> Tensor:
+    """``t``, as a Tensor that requires grad when asked (the 0.1.14 form's parameters)."""
+    return Tensor(t, requires_grad=True) if requires_grad else t
 
 
 # ----- the module base ---------------------------------------------------------------------------
@@ -103,6 +130,23 @@ class Module:
     (Tensors, sub-modules, tuples of them). A subclass of your own is registered by
     ``Module.register(cls)`` (done automatically on subclassing).
 
+    A subclass written as in LeanPass 0.1.14 or PyTorch, without the dataclass decorator, works
+    too: it sets its layers as attributes in ``__init__`` and defines ``forward`` (or
+    ``__call__``). Its children are the attributes that hold Tensors, arrays or modules (also in
+    lists, tuples and dicts), in the order they were set; the other attributes are structure.
+    Such a module is not frozen: build a new one rather than reassigning its attributes once
+    transforms have seen it.
+
+    >>> class Net(Module):
+    ...     def __init__(self):
+    ...         self.hidden = Linear(2, 4, rng=0)
+    ...         self.out = Linear(4, 1, rng=1)
+    ...     def forward(self, x):
+    ...         return self.out(relu(self.hidden(x)))
+    >>> net = Net()
+    >>> net(np.ones((3, 2))).shape, [name for name, _ in net.named_parameters()][:2]
+    ((3, 1), ['hidden.weight', 'hidden.bias'])
+
     >>> lin = Linear(3, 2, rng=np.random.default_rng(0))
     >>> leaves, _ = lp.tree_flatten(lin)
     >>> [leaf.shape for leaf in leaves]
@@ -115,9 +159,17 @@ class Module:
         super().__init_subclass__(**kwargs)
         register_pytree(cls, _flatten_module, functools.partial(_unflatten_module, cls), frozen=True)
 
-    # what a subclass overrides
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError(f"{type(self).__name__} does not define __call__")
+    # what a subclass overrides: __call__, or forward (PyTorch's and 0.1.14's name)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if type(self).forward is Module.forward:
+            raise NotImplementedError(f"{type(self).__name__} defines neither __call__ nor forward")
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The module applied to its inputs: the same as calling it (``model.forward(x)`` is ``model(x)``)."""
+        if type(self).__call__ is Module.__call__:
+            raise NotImplementedError(f"{type(self).__name__} defines neither __call__ nor forward")
+        return self(*args, **kwargs)
 
     def init_state(self) -> Any:
         """The module's state before training (``BatchNorm``'s running statistics), or None if it has none.
@@ -150,6 +202,89 @@ class Module:
         """The fields, for ``copy``, ``deepcopy`` and ``pickle`` (not the flatten that ``leanpass.tree`` remembers)."""
         state = self.__dict__
         return {k: v for k, v in state.items() if k != _CACHE} if _CACHE in state else state
+
+    def _named_children(self) -> list[tuple[str, Any]]:
+        """The children as ``(attribute name, value)`` pairs, in the order of the pytree."""
+        d = self.__dict__
+        names = _dynamic_fields(type(self)) if dataclasses.is_dataclass(self) else _plain_children(d)
+        return [(name, d[name]) for name in names]
+
+    def named_parameters(self) -> list[tuple[str, Tensor]]:
+        """The parameter Tensors with their names, as ``(name, tensor)`` pairs.
+
+        A name is the attribute path with dots, as in PyTorch: ``model.layers[0].weight`` is
+        ``"layers.0.weight"``. The order is the order of ``leanpass.tree_flatten(model)`` (the
+        order optimizers and checkpoints use): fields in their declared order, depth first. A
+        Tensor held at several places (tied weights) is listed once, under its first name.
+
+        >>> mlp = MLP([2, 3, 1], rng=0)
+        >>> [(name, p.shape) for name, p in mlp.named_parameters()]
+        [('layers.0.weight', (2, 3)), ('layers.0.bias', (3,)), ('layers.1.weight', (3, 1)), ('layers.1.bias', (1,))]
+        """
+        out: list[tuple[str, Tensor]] = []
+        seen: set[int] = set()
+        stack: list[tuple[str, Any]] = [("", self)]
+        while stack:
+            prefix, node = stack.pop()
+            if type(node) is Tensor:
+                if id(node) not in seen:
+                    seen.add(id(node))
+                    out.append((prefix, node))
+                continue
+            if isinstance(node, Module):
+                children = node._named_children()
+            elif isinstance(node, (list, tuple)):
+                children = [(str(i), c) for i, c in enumerate(node)]
+            elif isinstance(node, dict):
+                children = [(str(k), c) for k, c in node.items()]
+            else:  # another registered pytree: its leaves, named by their paths
+                leaves, treedef = tree_flatten(node)
+                children = [(_dotted(path), leaf) for path, leaf in zip(leaf_paths(treedef), leaves)
+                            if type(leaf) is Tensor]
+            stack.extend((f"{prefix}.{name}" if prefix else name, c) for name, c in reversed(children))
+        return out
+
+    def parameters(self) -> list[Tensor]:
+        """The parameter Tensors the module holds (the same objects), in the order of ``named_parameters``.
+
+        Ready for an optimizer object (``optim.SGD(model.parameters(), lr=0.1)``) or for reading:
+
+        >>> layer = Linear(3, 2, rng=0)
+        >>> [p.shape for p in layer.parameters()], layer.parameters()[0] is layer.weight
+        ([(3, 2), (2,)], True)
+        """
+        return [p for _, p in self.named_parameters()]
+
+    def train(self, mode: bool = True) -> Any:
+        """Refused with a message: LeanPass modules are frozen and have no training mode.
+
+        Training is chosen per call: ``Dropout`` is on when called with a generator
+        (``drop(x, rng=gen)``) or ``training=True``, ``BatchNorm`` trains with
+        ``bn(x, state, train=True)``, and ``Sequential`` passes ``rng=`` and ``train=`` on to its
+        layers. Without them every module evaluates (``eval()`` returns the module itself).
+
+        >>> Linear(2, 2, rng=0).train()
+        Traceback (most recent call last):
+        ...
+        TypeError: Linear.train(): LeanPass modules have no training mode ...
+        """
+        if not mode:
+            return self
+        raise TypeError(
+            f"{type(self).__name__}.train(): LeanPass modules have no training mode (they are frozen values). "
+            "Turn training on per call instead: dropout with net(x, rng=np.random.default_rng(0)) or "
+            "nn.Dropout(p)(x, training=True), batch norm with net(x, state, train=True). Without those "
+            "arguments a module evaluates, so eval() is not needed."
+        )
+
+    def eval(self) -> Any:
+        """The module itself: a LeanPass module evaluates unless a call asks to train (see ``train``).
+
+        >>> lin = Linear(2, 2, rng=0)
+        >>> lin.eval() is lin
+        True
+        """
+        return self
 
     def replace(self, **changes: Any) -> Any:
         """A copy with some fields replaced (the original is unchanged).
@@ -199,6 +334,11 @@ def _unflattener(cls: type, fields: tuple[str, ...], names: tuple[str, ...], sta
     return namespace["unflatten"]
 
 
+def _dotted(path: str) -> str:
+    """A pytree path as a dotted name: ``.layers[0].weight`` -> ``layers.0.weight``, ``['w']`` -> ``w``."""
+    return re.sub(r"\[['\"]?([^'\"\]]*)['\"]?\]", r".\1", path).lstrip(".")
+
+
 def _dynamic_fields(cls: type) -> tuple[str, ...]:
     return _spec(cls)[0]
 
@@ -211,15 +351,58 @@ def _getter(names: tuple[str, ...]) -> _Getter:
     return operator.itemgetter(*names) if names else lambda d: ()
 
 
-def _flatten_module(obj: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    _, children, meta, _ = _SPECS.get(type(obj)) or _spec(type(obj))
+def _flatten_module(obj: Any) -> tuple[Any, tuple[Any, ...]]:
+    spec = _SPECS.get(type(obj))
+    if spec is None:
+        if not dataclasses.is_dataclass(obj):  # a module written as in 0.1.14 / PyTorch
+            _register_plain(type(obj))
+            return _flatten_plain(obj)
+        spec = _spec(type(obj))
     d = obj.__dict__
-    return children(d), meta(d)
+    return spec[1](d), spec[2](d)
 
 
 def _unflatten_module(cls: type, meta: Any, children: list[Any]) -> Any:
     """A module class's unflatten until its first use, when ``_spec`` registers the written-out one."""
+    if not dataclasses.is_dataclass(cls):
+        _register_plain(cls)
+        return _unflatten_plain(cls, meta, children)
     return _spec(cls)[3](meta, children)
+
+
+# ----- modules that are not dataclasses (0.1.14's and PyTorch's way of writing one) -------------------------
+def _holds_arrays(v: Any) -> bool:
+    """Whether an attribute's value is a child of the pytree: it holds a Tensor, an array or a module."""
+    if type(v) is Tensor or isinstance(v, (np.ndarray, Module)):
+        return True
+    if isinstance(v, (list, tuple, dict)) and v:
+        leaves, _ = tree_flatten(v)
+        return any(type(x) is Tensor or isinstance(x, np.ndarray) for x in leaves)
+    return False
+
+
+def _plain_children(d: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(k for k, v in d.items() if k != _CACHE and _holds_arrays(v))
+
+
+def _flatten_plain(obj: Any) -> tuple[list[Any], tuple[Any, ...]]:
+    d = obj.__dict__
+    names = _plain_children(d)
+    static = tuple((k, v) for k, v in d.items() if k != _CACHE and k not in names)
+    return [d[k] for k in names], (names, static, tuple(k for k in d if k != _CACHE))
+
+
+def _unflatten_plain(cls: type, meta: tuple[Any, ...], children: list[Any]) -> Any:
+    names, static, order = meta
+    values = dict(static)
+    values.update(zip(names, children))
+    obj: Any = object.__new__(cls)
+    obj.__dict__.update((k, values[k]) for k in order)
+    return obj
+
+
+def _register_plain(cls: type) -> None:
+    register_pytree(cls, _flatten_plain, functools.partial(_unflatten_plain, cls))  # (not frozen: no memo)
 
 
 def _set(obj: Any, **values: Any) -> None:

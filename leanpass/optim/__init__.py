@@ -29,14 +29,37 @@ Eager style (``.backward()`` leaves gradients in ``.grad``): read them with ``co
 
 from .aliases import LearningRate as LearningRate
 from .aliases import _State as _State  # (pickle and checkpoints name an optimizer's state leanpass.optim._State)
-from .aliases import adam, adamw, sgd
+from .aliases import adagrad, adam, adamw, rmsprop, sgd
 from .schedules import Schedule as Schedule
-from .schedules import constant_schedule, cosine_decay, exponential_decay, warmup_cosine
-from .updates import Optimizer, apply_updates, chain, clip_by_global_norm, collect_grads, global_norm
+from .schedules import (
+    constant_schedule,
+    cosine_decay,
+    exponential_decay,
+    piecewise_constant_schedule,
+    step_decay,
+    warmup_cosine,
+)
+from .updates import EmaState as EmaState
+from .updates import (
+    Optimizer,
+    apply_updates,
+    chain,
+    clip_by_global_norm,
+    collect_grads,
+    ema,
+    freeze,
+    global_norm,
+    incremental_update,
+    reduce_on_plateau,
+    set_to_zero,
+)
+from .updates import _PlateauState as _PlateauState  # (checkpoints name the states leanpass.optim.*)
 
 __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
     "collect_grads", "chain", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
+    "rmsprop", "adagrad", "step_decay", "piecewise_constant_schedule", "reduce_on_plateau",
+    "set_to_zero", "freeze", "ema", "incremental_update",
 ]
 
 

@@ -22,7 +22,7 @@ from ..functional._lift import weak
 from .schedules import Schedule
 from .updates import Optimizer, _float, _raw
 
-__all__ = ["sgd", "adam", "adamw"]
+__all__ = ["sgd", "adam", "adamw", "rmsprop", "adagrad"]
 
 LearningRate = float | Schedule
 
@@ -260,6 +260,101 @@ def _adam_leaf(m: Any, v: Any, g: Any, b1: float, b2: float, step_size: Any, roo
     mu = weak(b1, m) * m + weak(1 - b1, g) * g
     nu = weak(b2, v) * v + weak(1 - b2, g) * (g * g)
     return mu, nu, mu * weak(-step_size, mu) / (np.sqrt(nu) / weak(root_c2, nu) + weak(eps, nu))
+
+
+def rmsprop(learning_rate: LearningRate, decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
+            centered: bool = False, momentum: float = 0.0, nesterov: bool = False,
+            eps_in_sqrt: bool = True) -> Optimizer:
+    """RMSProp (Tieleman & Hinton, 2012), as optax's ``rmsprop``.
+
+    ``nu = decay * nu + (1 - decay) * g**2`` (``nu`` starts at ``initial_scale``), and the update is
+    ``-lr * g / sqrt(nu + eps)`` (``g / (sqrt(nu) + eps)`` with ``eps_in_sqrt=False``). ``centered``
+    subtracts the square of the mean gradient ``mu = decay * mu + (1 - decay) * g`` from ``nu``.
+    With ``momentum`` the updates go through a trace ``t = u + momentum * t`` (``u + momentum * t``
+    with ``nesterov``). PyTorch's ``RMSprop(lr, alpha=a, eps=e, momentum=m)`` is
+    ``rmsprop(lr, decay=a, eps=e, momentum=m, eps_in_sqrt=False)``.
+
+    >>> opt = rmsprop(0.1, decay=0.5, eps=0.0)
+    >>> updates, state = opt.update(np.array([2.0]), opt.init(np.array([0.0])))
+    >>> updates  # nu = 0.5 * 4 = 2: -0.1 * 2 / sqrt(2)
+    array([-0.14142136])
+    """
+    _check_lr(learning_rate, "rmsprop")
+    if not 0.0 <= decay < 1.0:
+        raise ValueError(f"rmsprop: decay must be in [0, 1), got {decay}")
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"rmsprop: momentum must be in [0, 1), got {momentum}")
+    if nesterov and momentum == 0.0:
+        raise ValueError("rmsprop: nesterov=True needs momentum > 0 (e.g. momentum=0.9)")
+
+    def init(params: Any) -> _State:
+        arrays, treedef = _flat_arrays(params)
+        slots = [tuple(np.full_like(p, initial_scale) for p in arrays)]
+        if centered:
+            slots.append(tuple(np.zeros_like(p) for p in arrays))
+        if momentum:
+            slots.append(tuple(np.zeros_like(p) for p in arrays))
+        return _state(0, tuple(slots), treedef)
+
+    @_shapes_named("rmsprop.update")
+    def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
+        g = _arrays(grads, state.treedef, "rmsprop.update")
+        lr = _lr_at(learning_rate, state.step)
+        for gi, n in zip(g, state.slots[0]):
+            _check_shape(gi, n)
+        nu = tuple(weak(decay, n) * n + weak(1 - decay, gi) * (gi * gi) for n, gi in zip(state.slots[0], g))
+        slots: list[tuple[Any, ...]] = [nu]
+        denom: Any = nu
+        if centered:
+            mu = tuple(weak(decay, m) * m + weak(1 - decay, gi) * gi for m, gi in zip(state.slots[1], g))
+            slots.append(mu)
+            denom = [n - m * m for n, m in zip(nu, mu)]
+        if eps_in_sqrt:
+            ups = [gi / np.sqrt(d + weak(eps, d)) * weak(-lr, gi) for gi, d in zip(g, denom)]
+        else:
+            ups = [gi / (np.sqrt(d) + weak(eps, d)) * weak(-lr, gi) for gi, d in zip(g, denom)]
+        if momentum:
+            trace = tuple(u + weak(momentum, t) * t for u, t in zip(ups, state.slots[-1]))
+            slots.append(trace)
+            ups = [u + weak(momentum, t) * t for u, t in zip(ups, trace)] if nesterov else list(trace)
+        return tree_unflatten(state.treedef, ups), _state(state.step + 1, tuple(slots), state.treedef)
+
+    return Optimizer(init, update)
+
+
+def adagrad(learning_rate: LearningRate, initial_accumulator_value: float = 0.1, eps: float = 1e-7) -> Optimizer:
+    """Adagrad (Duchi et al., 2011), as optax's ``adagrad``.
+
+    ``s = s + g**2`` (``s`` starts at ``initial_accumulator_value``), and the update is
+    ``-lr * g / sqrt(s + eps)`` (0 where ``s`` is 0).
+
+    >>> opt = adagrad(1.0, initial_accumulator_value=0.0, eps=0.0)
+    >>> state = opt.init(np.array([0.0]))
+    >>> u1, state = opt.update(np.array([3.0]), state)
+    >>> u2, state = opt.update(np.array([4.0]), state)
+    >>> u1, u2  # -3 / sqrt(9), -4 / sqrt(9 + 16)
+    (array([-1.]), array([-0.8]))
+    """
+    _check_lr(learning_rate, "adagrad")
+    if initial_accumulator_value < 0:
+        raise ValueError(f"adagrad: initial_accumulator_value must be >= 0, got {initial_accumulator_value}")
+
+    def init(params: Any) -> _State:
+        arrays, treedef = _flat_arrays(params)
+        return _state(0, (tuple(np.full_like(p, initial_accumulator_value) for p in arrays),), treedef)
+
+    @_shapes_named("adagrad.update")
+    def update(grads: Any, state: _State, params: Any = None) -> tuple[Any, _State]:
+        g = _arrays(grads, state.treedef, "adagrad.update")
+        lr = _lr_at(learning_rate, state.step)
+        for gi, s in zip(g, state.slots[0]):
+            _check_shape(gi, s)
+        sums = tuple(s + gi * gi for s, gi in zip(state.slots[0], g))
+        ups = [np.where(s > 0, gi / np.sqrt(np.where(s > 0, s, 1) + weak(eps, s)), 0) * weak(-lr, gi)
+               for gi, s in zip(g, sums)]
+        return tree_unflatten(state.treedef, ups), _state(state.step + 1, (sums,), state.treedef)
+
+    return Optimizer(init, update)
 
 
 # Their public home is ``leanpass.optim`` (the name a checkpoint stores for a class, and its repr's module).

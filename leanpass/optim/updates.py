@@ -12,16 +12,19 @@ for the eager style, ``collect_grads``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..core.tensor import Tensor, _const
-from ..core.tree import leaf_paths, repeats, tree_flatten, tree_unflatten
+from ..core.tree import leaf_paths, register_pytree, repeats, tree_flatten, tree_unflatten
 from ..functional import _lift
+from ..functional._lift import weak
 
-__all__ = ["Optimizer", "chain", "clip_by_global_norm", "global_norm", "apply_updates", "collect_grads"]
+__all__ = ["Optimizer", "chain", "clip_by_global_norm", "global_norm", "apply_updates", "collect_grads",
+           "set_to_zero", "freeze", "ema", "incremental_update", "reduce_on_plateau"]
 
 
 class Optimizer(NamedTuple):
@@ -188,17 +191,237 @@ def chain(*transforms: Optimizer) -> Optimizer:
     array([-1.])
     """
 
+    takes_extra = [_takes_extra(t.update) for t in transforms]
+
     def init(params: Any) -> tuple[Any, ...]:
         return tuple(t.init(params) for t in transforms)
 
-    def update(grads: Any, state: tuple[Any, ...], params: Any = None) -> tuple[Any, tuple[Any, ...]]:
+    def update(grads: Any, state: tuple[Any, ...], params: Any = None, **extra: Any) -> tuple[Any, tuple[Any, ...]]:
         new_states = []
-        for t, s in zip(transforms, state):
-            grads, s = t.update(grads, s, params)
+        for t, s, takes in zip(transforms, state, takes_extra):
+            grads, s = t.update(grads, s, params, **extra) if extra and takes else t.update(grads, s, params)
             new_states.append(s)
         return grads, tuple(new_states)
 
     return Optimizer(init, update)
+
+
+def _takes_extra(update: Callable[..., Any]) -> bool:
+    """Whether an ``update`` takes keyword arguments beyond ``(grads, state, params)`` (``value=``, as
+    ``reduce_on_plateau``'s): ``chain`` passes them on to those only."""
+    try:
+        params = inspect.signature(update).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in params)
+
+
+# ----- freezing, averages ------------------------------------------------------------------------
+def _like_leaf(x: Any, value: Any) -> Any:
+    """``value`` (an array) as the kind of leaf ``x`` is: a constant Tensor for a Tensor, else the array."""
+    return _const(value) if type(x) is Tensor else value
+
+
+def set_to_zero() -> Optimizer:
+    """A transformation whose updates are all zero (optax's ``set_to_zero``): nothing moves.
+
+    >>> opt = set_to_zero()
+    >>> opt.update({"w": np.array([1.0, 2.0])}, opt.init(None))[0]
+    {'w': array([0., 0.])}
+    """
+
+    def init(params: Any) -> tuple[()]:
+        return ()
+
+    def update(grads: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        leaves, treedef = tree_flatten(grads)
+        return tree_unflatten(treedef, [np.zeros_like(_raw(g)) for g in leaves]), state
+
+    return Optimizer(init, update)
+
+
+def freeze(mask: Any) -> Optimizer:
+    """Freeze some parameters: their updates become zero, the others pass unchanged.
+
+    ``mask`` has the parameters' structure with ``True`` at the frozen leaves (for a model, build it
+    with ``lp.tree_map``), or is a function ``params -> mask``. Put it last in a ``chain``, after
+    the optimizer (and its weight decay), so that nothing reaches the frozen parameters. (To run an
+    optimizer on some parameters only, use ``optim.masked``.)
+
+    >>> import leanpass as lp
+    >>> from leanpass.optim import sgd
+    >>> params = {"w": np.array([1.0]), "b": np.array([1.0])}
+    >>> opt = chain(sgd(0.1), freeze({"w": False, "b": True}))
+    >>> updates, _ = opt.update({"w": np.array([1.0]), "b": np.array([1.0])}, opt.init(params), params)
+    >>> updates
+    {'w': array([-0.1]), 'b': array([0.])}
+    >>> frozen_biases = freeze(lambda p: lp.tree_map(lambda x: x.ndim == 1, p))
+    """
+
+    def init(params: Any) -> tuple[()]:
+        return ()
+
+    def update(grads: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        leaves, treedef = tree_flatten(grads)
+        m = mask(grads if params is None else params) if callable(mask) else mask
+        flags, mdef = tree_flatten(m)
+        if len(flags) != len(leaves) or any(not isinstance(f, (bool, np.bool_)) for f in flags):
+            raise ValueError(
+                "freeze: the mask must have the structure of the parameters, with True (frozen) or False at "
+                f"each of their {len(leaves)} leaves; got {len(flags)} leaves. Build it from the parameters: "
+                "lp.tree_map(lambda p: ..., params)."
+            )
+        out = [np.zeros_like(_raw(g)) if f else g for g, f in zip(leaves, flags)]
+        return tree_unflatten(treedef, out), state
+
+    return Optimizer(init, update)
+
+
+class EmaState(NamedTuple):
+    """``ema``'s state: the number of averaged values and the (biased) average."""
+
+    steps: int
+    ema: Any
+
+
+register_pytree(EmaState, lambda s: ((s.steps, s.ema), None), lambda meta, ch: EmaState(*ch))
+
+
+def ema(decay: float, debias: bool = True) -> Optimizer:
+    """An exponential moving average of the values it is given (optax's ``ema``).
+
+    ``update(x, state)`` returns the new average ``a = decay * a + (1 - decay) * x`` (starting from
+    zeros), divided by ``1 - decay ** count`` when ``debias``. Given the parameters after each
+    step, it keeps their average (PyTorch's ``AveragedModel`` with an EMA), for evaluation:
+    ``avg, ema_state = averager.update(params, ema_state)``. Tensors give constant Tensors.
+
+    >>> averager = ema(0.5)
+    >>> state = averager.init(np.array([0.0]))
+    >>> a1, state = averager.update(np.array([2.0]), state)
+    >>> a2, state = averager.update(np.array([4.0]), state)
+    >>> a1, a2  # (1 / 0.5, (0.5 * 1 + 2) / 0.75)
+    (array([2.]), array([3.33333333]))
+    """
+    if not 0.0 <= decay < 1.0:
+        raise ValueError(f"ema: decay must be in [0, 1), got {decay}")
+
+    def init(params: Any) -> EmaState:
+        leaves, treedef = tree_flatten(params)
+        return EmaState(0, tree_unflatten(treedef, [np.zeros_like(_raw(x)) for x in leaves]))
+
+    def update(updates: Any, state: EmaState, params: Any = None) -> tuple[Any, EmaState]:
+        leaves, treedef = tree_flatten(updates)
+        old, _ = tree_flatten(state.ema)
+        if len(old) != len(leaves):
+            raise ValueError(f"ema: the values have {len(leaves)} leaves, the state was made for {len(old)}; "
+                             "pass values of the structure given to init")
+        count = state.steps + 1
+        new = [weak(decay, a) * a + weak(1 - decay, a) * _raw(x) for a, x in zip(old, leaves)]
+        c = 1.0 - decay**count
+        out = [a / weak(c, a) for a in new] if debias else new
+        return (tree_unflatten(treedef, [_like_leaf(x, o) for x, o in zip(leaves, out)]),
+                EmaState(count, tree_unflatten(treedef, new)))
+
+    return Optimizer(init, update)
+
+
+def incremental_update(new: Any, old: Any, step_size: float) -> Any:
+    """``step_size * new + (1 - step_size) * old``, leaf by leaf (optax's ``incremental_update``):
+    one step of a moving average, e.g. of a target network's or an averaged model's parameters.
+
+    ``avg = incremental_update(params, avg, 1 - decay)`` after each step keeps an exponential
+    moving average (not debiased). The result has ``new``'s structure and kind of leaves.
+
+    >>> incremental_update({"w": np.array([1.0])}, {"w": np.array([3.0])}, 0.25)
+    {'w': array([2.5])}
+    """
+    leaves, treedef = tree_flatten(new)
+    old_leaves, odef = tree_flatten(old)
+    if len(old_leaves) != len(leaves):
+        raise ValueError("incremental_update: new and old must have the same structure")
+    out = []
+    for x, y in zip(leaves, old_leaves):
+        a, b = _raw(x), _raw(y)
+        out.append(_like_leaf(x, a * weak(step_size, a) + b * weak(1 - step_size, a)))
+    return tree_unflatten(treedef, out)
+
+
+class _PlateauState(NamedTuple):
+    """``reduce_on_plateau``'s state: the scale, the best value, counts, and the values being averaged."""
+
+    scale: float
+    best_value: float
+    plateau_count: int
+    cooldown_count: int
+    accumulated: int
+    avg_value: float
+
+
+register_pytree(_PlateauState, lambda s: (tuple(s), None), lambda meta, ch: _PlateauState(*ch))
+
+
+def reduce_on_plateau(factor: float = 0.1, patience: int = 10, rtol: float = 1e-4, atol: float = 0.0,
+                      cooldown: int = 0, accumulation_size: int = 1, min_scale: float = 0.0) -> Optimizer:
+    """Scale the updates down by ``factor`` when a loss stops improving (optax's ``contrib.reduce_on_plateau``,
+    PyTorch's ``ReduceLROnPlateau``): a transformation to ``chain`` after the optimizer.
+
+    Its ``update(updates, state, params=None, *, value)`` takes the loss as ``value``. Every
+    ``accumulation_size`` calls it averages the values it saw; an average below
+    ``(1 - rtol) * best - atol`` is an improvement. After ``patience`` averages in a row without
+    one, the scale is multiplied by ``factor`` (not below ``min_scale``) and the next ``cooldown``
+    averages are not counted. The updates are multiplied by the current scale. It decides in
+    Python on the loss's value: keep its update outside ``lp.jit``.
+
+    >>> from leanpass.optim import sgd
+    >>> opt = chain(sgd(1.0), reduce_on_plateau(factor=0.5, patience=2))
+    >>> p = np.array([0.0])
+    >>> state = opt.init(p)
+    >>> for loss in [1.0, 1.0, 1.0]:
+    ...     updates, state = opt.update(np.array([1.0]), state, p, value=loss)
+    >>> updates  # 1.0, then two averages without improvement: the scale halves
+    array([-0.5])
+    """
+    if not 0.0 < factor < 1.0:
+        raise ValueError(f"reduce_on_plateau: factor must be in (0, 1), got {factor}")
+    if rtol < 0.0 or atol < 0.0 or rtol > 1.0 or (rtol == 0.0 and atol == 0.0):
+        raise ValueError(f"reduce_on_plateau: need 0 <= rtol <= 1, atol >= 0 and one of them > 0; got rtol={rtol}, "
+                         f"atol={atol}")
+    if patience < 0 or cooldown < 0 or accumulation_size < 1:
+        raise ValueError("reduce_on_plateau: patience and cooldown must be >= 0 and accumulation_size >= 1")
+
+    def init(params: Any) -> _PlateauState:
+        return _PlateauState(1.0, float("inf"), 0, 0, 0, 0.0)
+
+    def update(updates: Any, state: _PlateauState, params: Any = None, *, value: Any = None) -> tuple[Any, Any]:
+        if value is None:
+            raise TypeError("reduce_on_plateau: pass the loss to update: opt.update(grads, state, params, value=loss)")
+        count = state.accumulated + 1
+        avg = (state.accumulated * state.avg_value + float(_raw(value))) / count
+        state = state._replace(accumulated=count, avg_value=avg)
+        if count == accumulation_size:
+            state = _plateau_step(state)
+        scale = state.scale
+        if scale != 1.0:
+            leaves, treedef = tree_flatten(updates)
+            updates = tree_unflatten(treedef, [_raw(u) * np.asarray(scale, dtype=_raw(u).dtype) for u in leaves])
+        return updates, state
+
+    def _plateau_step(state: _PlateauState) -> _PlateauState:
+        improved = state.avg_value < (1 - rtol) * state.best_value - atol
+        best = state.avg_value if improved else state.best_value
+        plateau = 0 if improved else state.plateau_count + 1
+        scale, cool = state.scale, state.cooldown_count
+        if cool > 0:  # in cooldown: count down, ignore the plateau
+            plateau, cool = 0, cool - 1
+        elif plateau == patience:
+            plateau, cool = 0, cooldown
+            scale = max(scale * factor, min_scale)
+        else:
+            cool = 0
+        return _PlateauState(scale, best, plateau, cool, 0, 0.0)
+
+    return Optimizer(init, update)
+
 
 
 # ----- the eager style ---------------------------------------------------------------------------
@@ -227,6 +450,6 @@ def collect_grads(params: Any) -> Any:
 
 
 # Their public home is ``leanpass.optim`` (the name a checkpoint stores for a class, and its repr's module).
-for _name in __all__:
+for _name in __all__ + ["EmaState", "_PlateauState"]:
     globals()[_name].__module__ = "leanpass.optim"
 del _name

@@ -118,6 +118,10 @@ def _held_generators(f: Any, statics: list[tuple[int, Any]], leaves: list[Any]) 
             continue
         for sub, child in children:
             todo.append((sub if not name or sub[:1] not in ".[" else name + sub, child, depth + 1))
+    glob = np.random.get_bit_generator()  # type: ignore[attr-defined, unused-ignore]
+    if id(glob) not in arguments:  # NumPy's global generator (what np.random.seed sets) is never an argument
+        found.append(("NumPy's global generator (np.random, or nn's layers and Dropout(training=True) without rng=)",
+                      np.random.Generator(glob), _rng_state(np.random.Generator(glob))))
     return found
 
 
