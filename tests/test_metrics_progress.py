@@ -121,7 +121,7 @@ def test_tqdm_is_used_when_installed(monkeypatch):
 
 
 def test_without_tqdm_its_options_and_use_tqdm_true_say_how_to_install(no_tqdm):
-    with pytest.raises(ImportError, match=r'pip install "leanpass\[progress\]"'):
+    with pytest.raises(ImportError, match=r'pip install tqdm'):
         lp.progress(range(3), use_tqdm=True)
     with pytest.raises(TypeError, match=r"\['leave'\] are tqdm's options"):
         lp.progress(range(3), leave=False)

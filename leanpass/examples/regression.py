@@ -3,7 +3,7 @@
 exponential moving average of the parameters for evaluation, and ``named_parameters``.
 
     python -m leanpass.examples.regression             # a few seconds
-    pip install "leanpass[progress]"                    # for tqdm's bar (a plain one otherwise)
+    pip install tqdm                    # for tqdm's bar (a plain one otherwise)
 """
 
 from __future__ import annotations

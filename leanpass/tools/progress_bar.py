@@ -1,5 +1,5 @@
 """A progress bar for long loops: ``lp.progress(iterable)``, tqdm's when it is installed
-(``pip install "leanpass[progress]"``), a plain one otherwise.
+(``pip install tqdm``), a plain one otherwise.
 
 >>> import io
 >>> import leanpass as lp
@@ -26,7 +26,7 @@ def progress(iterable: Iterable[Any] | None = None, total: int | None = None, de
              **tqdm_kwargs: Any) -> Any:
     """Wrap ``iterable`` in a progress bar that shows the count, the rate and the time left.
 
-    With tqdm installed (``pip install "leanpass[progress]"``) this is ``tqdm.auto.tqdm`` (a widget
+    With tqdm installed (``pip install tqdm``) this is ``tqdm.auto.tqdm`` (a widget
     in a notebook), given ``total``, ``desc``, ``file``, ``mininterval`` and any other of tqdm's
     keyword arguments; without it, a plain bar with tqdm's everyday methods: ``update(n)``,
     ``set_postfix(**values)``, ``set_description(text)`` and ``close()``, usable as a context
@@ -48,12 +48,12 @@ def progress(iterable: Iterable[Any] | None = None, total: int | None = None, de
             from tqdm.auto import tqdm  # type: ignore[import-untyped, import-not-found, unused-ignore]
         except ImportError:
             if use_tqdm:
-                raise ImportError('progress(use_tqdm=True) needs tqdm: pip install "leanpass[progress]"') from None
+                raise ImportError('progress(use_tqdm=True) needs tqdm: pip install tqdm') from None
         else:
             return tqdm(iterable, total=total, desc=desc, file=file, mininterval=mininterval, **tqdm_kwargs)
     if tqdm_kwargs:
         raise TypeError(f"progress: {sorted(tqdm_kwargs)} are tqdm's options, and tqdm is not installed "
-                        '(pip install "leanpass[progress]")')
+                        '(pip install tqdm)')
     return Progress(iterable, total, desc, file, mininterval)
 
 
