@@ -99,3 +99,8 @@ def top_k_accuracy(predictions: ArrayLike, labels: ArrayLike, k: int = 5) -> flo
     label_score = np.take_along_axis(p, y[..., None], axis=-1)
     higher = (p > label_score).sum(axis=-1)
     return float(np.mean(higher < k)) if y.size else float("nan")
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and the module's dunders; not the helpers it imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})

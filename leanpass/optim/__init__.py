@@ -59,7 +59,7 @@ __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
     "collect_grads", "chain", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
     "rmsprop", "adagrad", "step_decay", "piecewise_constant_schedule", "reduce_on_plateau",
-    "set_to_zero", "freeze", "ema", "incremental_update",
+    "set_to_zero", "freeze", "ema", "EmaState", "incremental_update",
 ]
 
 
