@@ -63,7 +63,10 @@ def _grad(p: Tensor) -> Any:
 
 
 def _set(p: Tensor, new: Any) -> None:
-    replace_data(p, np.asarray(new, dtype=p._data.dtype))  # (a new array of p's dtype; a 0-d one stays an array)
+    """Give ``p`` the new array ``new`` (in ``p``'s dtype; a 0-d result, a NumPy scalar, as an array)."""
+    if isinstance(new, np.generic):
+        new = np.asarray(new)
+    replace_data(p, new if new.dtype == p._data.dtype else new.astype(p._data.dtype))
 
 
 class _Optimizer:
@@ -112,6 +115,8 @@ class SGD(_Optimizer):
         self.weight_decay = float(weight_decay)
         self.v = [np.zeros_like(p._data) for p in self.params]  # the momentum buffers
 
+    _lp_jit_state = ("v", "lr")  # (for lp.jit: the state a step reads and writes, see transforms/jit/cells.py)
+
     def step(self) -> None:
         """Give each parameter its new values (a new array)."""
         for i, p in enumerate(self.params):
@@ -151,6 +156,8 @@ class Adam(_Optimizer):
         self.m = [np.zeros_like(p._data) for p in self.params]
         self.v = [np.zeros_like(p._data) for p in self.params]
         self.t = 0
+
+    _lp_jit_state = ("m", "v", "t", "lr")
 
     def step(self) -> None:
         """Give each parameter its new values (a new array)."""
