@@ -138,6 +138,19 @@ def test_copies_of_a_parameter_have_its_current_values() -> None:
 
 
 # ----- the object-style step under jit ------------------------------------------------------------
+def _stepper(ps: list[Tensor], opt, set_to_none: bool = False, act=Tensor.relu):
+    """An object-style training step over the parameters ``ps``, closing over them and ``opt``."""
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=set_to_none)
+        loss = (((act(x @ ps[0] + ps[1]) @ ps[2] + ps[3]) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def _problem() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     rng = np.random.default_rng(3)
     return (rng.standard_normal((16, 2)), rng.standard_normal((16, 3)),
@@ -153,15 +166,7 @@ def test_an_object_style_step_under_jit_equals_eager_bit_for_bit(make, set_to_no
     for jitted in (False, True):
         ps = [Tensor(a, requires_grad=True) for a in init]
         opt = make(ps)
-
-        def step(x, y):
-            opt.zero_grad(set_to_none=set_to_none)
-            h = (x @ ps[0] + ps[1]).relu()
-            loss = (((h @ ps[2] + ps[3]) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _stepper(ps, opt, set_to_none)
         f = lp.jit(step) if jitted else step
         losses = [f(x, y).item() for _ in range(6)]
         runs.append((losses, [p.data for p in ps], opt, f))
@@ -181,14 +186,7 @@ def test_under_jit_a_new_learning_rate_and_eager_steps_in_between_are_seen() -> 
     for jitted in (False, True):
         ps = [Tensor(a, requires_grad=True) for a in init]
         opt = optim.SGD(ps, lr=0.1)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = ((((x @ ps[0] + ps[1]).tanh() @ ps[2] + ps[3]) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _stepper(ps, opt, act=Tensor.tanh)
         f = lp.jit(step) if jitted else step
         f(x, y)
         opt.lr = 0.01

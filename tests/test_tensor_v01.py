@@ -45,7 +45,8 @@ CASES = {  # name -> (method call, 0.1's value, 0.1's gradient at X with cotange
     "pow": (lambda t: t**3, X**3, G * 3 * X**2),
     "div": (lambda t: 1.0 - t / 2.0, 1.0 - X / 2, -G / 2),
     "getitem": (lambda t: t[1], X[1], np.array([np.zeros(4), G[1]])),
-    "mean": (lambda t: t.mean(axis=1, keepdims=True), X.mean(axis=1, keepdims=True), np.broadcast_to(G[:, :1], X.shape) / 4),
+    "mean": (lambda t: t.mean(axis=1, keepdims=True), X.mean(axis=1, keepdims=True),
+             np.broadcast_to(G[:, :1], X.shape) / 4),
     "sum": (lambda t: t.sum(axis=0), X.sum(axis=0), np.broadcast_to(G[1], X.shape)),
 }
 

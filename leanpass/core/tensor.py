@@ -199,7 +199,8 @@ class Tensor:
     _tangent: Any  # set only on a node made inside a jvp: its tangent there (see leanpass.forward)
     _info: _SlotInfo  # set only on a Tensor given a name or new values (``.data = ...``); unset otherwise
 
-    def __init__(self, data: ArrayLike, requires_grad: bool = False, dtype: Any = None, name: str | None = None) -> None:
+    def __init__(self, data: ArrayLike, requires_grad: bool = False, dtype: Any = None,
+                 name: str | None = None) -> None:
         if type(data) is Tensor and data._marks:
             raise TypeError(
                 "Tensor(t): t is being differentiated, and a new Tensor made from it would be a "
@@ -929,7 +930,7 @@ def is_parameter(t: Any) -> bool:
 def _set_data(t: Tensor, value: Any) -> None:
     """``t.data = value``: a new array for a parameter (checked, copied, read-only), its version counted."""
     if not is_parameter(t):
-        what = "a computed Tensor (op {!r})".format(t._op) if t._op != "leaf" else (
+        what = f"a computed Tensor (op {t._op!r})" if t._op != "leaf" else (
             "a constant (requires_grad=False)" if not t._marks else "a transform's input")
         raise _frozen(
             f"cannot assign to 'data' of {what}: only a parameter (a leaf made with requires_grad=True) takes "

@@ -408,7 +408,7 @@ class Jitted:
             self._eager.add(key)
             return self.f(*args, **kwargs)
         extra, wrap = cells.finish(tr)
-        source, kept = _finish(tr, returned + extra, donate, input_vars + cells.inputs, aliasing)
+        source, kept = _finish(tr, returned + extra, donate, [*input_vars, *cells.inputs], aliasing)
         namespace = dict(tr.names)
         namespace["_GF"] = _GuardFailedError
         namespace["_same"] = _same
@@ -420,7 +420,8 @@ class Jitted:
         n_out, build_tree = _tree._builder(out_spec, remember=True)
         guards = any(ins.kind == "guard" or ins.check for ins in kept)
         run = wrap(namespace["_replay"], len(returned)) if cells.cells else namespace["_replay"]
-        prog = _Program(run, _output_builder(kinds, build_tree), source, len(kept), rng_inputs, guards or bool(cells.cells))
+        prog = _Program(run, _output_builder(kinds, build_tree), source, len(kept), rng_inputs,
+                        guards or bool(cells.cells))
         cause = None
         with self._lock:
             self.trace_count += 1
