@@ -235,6 +235,8 @@ def _match(g: Any, like: Tensor) -> Any:
     dtype = like.dtype
     if np.shape(g) != like.shape:
         g = np.broadcast_to(g, like.shape)
+    if type(g) is np.ndarray:  # (the usual case, first: no call)
+        return g if g.dtype == dtype else g.astype(dtype)
     if getattr(type(g), "_lp_traced", False):  # (a stand-in of jit: np.asarray would read its value)
         return g if g.dtype == dtype else g.astype(dtype)
     return np.asarray(g, dtype=dtype)
