@@ -208,12 +208,37 @@ def test_a_jitted_function_reads_the_parameters_current_values() -> None:
 
 def test_a_parameter_passed_as_an_argument_to_an_object_style_step_is_refused() -> None:
     w = Tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.SGD([w], lr=0.1)
 
     def step(w, x):
         loss = (w * x).sum()
         loss.backward()
+        opt.step()
         return loss
 
-    with pytest.raises(TypeError, match=r"gives new values to a parameter .* its \.grad.*pass only the data"):
+    with pytest.raises(TypeError, match=r"gives a new \.grad to a parameter of shape \(2,\) passed as an argument, "
+                                        r"which an object the function closes over \(an optimizer\) also holds.*"
+                                        r"pass only the data"):
         lp.jit(step)(w, np.ones(2))
-    assert w.grad is None and w.tolist() == [1.0, 2.0]
+    assert w.grad is None and w.tolist() == [1.0, 2.0] and w.version == 0
+
+    def local(w, x):  # the argument's stand-in only: the function's own (as without a closure)
+        (w * x).sum().backward()
+        return w.grad
+
+    assert lp.jit(local)(w, np.array([3.0, 4.0])).tolist() == [3.0, 4.0]
+    assert w.grad is None
+
+
+def test_a_parameter_out_of_jits_reach_is_refused() -> None:
+    deep = Tensor([1.0], requires_grad=True)
+    box = [[[[[[deep]]]]]]  # deeper than jit looks
+
+    def step(x):
+        p = box[0][0][0][0][0][0]
+        (p * x).sum().backward()
+        return x
+
+    with pytest.raises(TypeError, match=r"that jit did not find outside the function's arguments"):
+        lp.jit(step)(np.ones(1))
+    assert deep.grad is None

@@ -332,6 +332,7 @@ class Jitted:
                     "of them, or leave that argument out of donate_argnums"
                 )
         tr = _Trace(self.strict, self.where)
+        tr.start = _next_seq()  # (a parameter made after this is the function's own: see _slot_write)
         # stand-ins for every array, Tensor array, number and generator of the arguments
         new_leaves: list[Any] = []
         input_vars: list[int | None] = []
@@ -347,6 +348,8 @@ class Jitted:
                 d = x._data
                 var = tr.new_var(d)
                 nt = _const(var, x._marks, _next_seq())
+                if x._marks == 1:
+                    tr.origins[id(nt)] = x
                 new_leaves.append(nt)
                 input_vars.append(var._id)
             elif t is np.ndarray or t in _NUMBERS or isinstance(x, np.generic):
@@ -501,21 +504,33 @@ class Jitted:
 
 
 def _slot_write(t: Tensor, what: str, value: Any) -> None:
-    """The hook that sees a parameter's ``.data`` or ``.grad`` replaced: while this thread traces, the
-    parameter must be one of the trace's cells (its old values would be constants of the program)."""
+    """The hook that sees a parameter's ``.data`` or ``.grad`` replaced (``what``). While this thread traces,
+    the parameter must be one of the trace's cells, or the function's own: an argument's stand-in, or a
+    parameter made inside the function. Otherwise its values would be constants of the program, or a
+    step would reach the caller's parameter and the function's stand-in for it, each half the story."""
     tr = getattr(_local, "trace", None)
     if tr is None or not tr.active:
         return
     tr.stepped = True
-    if id(t) not in tr.cells.tracked:
-        raise TypeError(
-            f"{tr.where}: the function gives new values to a parameter (a Tensor of shape {t.shape} with "
-            f"requires_grad=True, its .{what}) that jit did not find outside the function's arguments. "
-            "An object-style step (loss.backward(); opt.step()) under jit reads the model and the optimizer "
-            "from the function's closure or globals (or the attributes of an object it is a method of): do "
-            "not pass the parameters (or the model) as arguments, pass only the data, e.g. step(x, y). "
-            "Or write the step functionally (lp.value_and_grad, opt.update, optim.apply_updates), see docs/jit.md"
-        )
+    tracked = tr.cells.tracked
+    if id(t) in tracked:
+        return
+    origin = tr.origins.get(id(t))
+    if origin is None and t._seq > tr.start or origin is not None and id(origin) not in tracked:
+        return
+    if origin is not None:
+        whose = (f"a parameter of shape {t.shape} passed as an argument, which an object the function closes "
+                 "over (an optimizer) also holds: inside the function the argument is a new Tensor, so a step "
+                 "would miss one or the other")
+    else:
+        whose = (f"a parameter of shape {t.shape} that jit did not find outside the function's arguments (its "
+                 "values would be constants of the program)")
+    raise TypeError(
+        f"{tr.where}: the function gives a new .{what} to {whose}. An object-style step (loss.backward(); "
+        "opt.step()) under jit reads the model and the optimizer from the function's closure or globals (or the "
+        "attributes of an object it is a method of): pass only the data as arguments, e.g. step(x, y). Or write "
+        "the step functionally (lp.value_and_grad, opt.update, optim.apply_updates), see docs/jit.md"
+    )
 
 
 def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int, ...] = (),
