@@ -84,9 +84,9 @@ def test_unsupported_operand_type_is_a_type_error(other: Any, sym: str) -> None:
 
 def test_integer_data_with_requires_grad() -> None:
     with pytest.raises(TypeError, match=r"requires_grad=True needs floating-point data, but got dtype int64"):
-        Tensor([1, 2], requires_grad=True)
+        Tensor([1, 2], requires_grad=True, dtype=np.int64)
     with pytest.raises(TypeError, match=r"dtype bool"):
-        Tensor([True], requires_grad=True)
+        Tensor([True], requires_grad=True, dtype=bool)
 
 
 def test_non_numeric_data() -> None:
@@ -123,10 +123,14 @@ def test_backward_where_nothing_requires_grad() -> None:
         x.detach().sum().backward()
 
 
-def test_grad_of_non_float_assignment() -> None:
+def test_grad_assignment_takes_arrays_of_the_tensors_shape() -> None:
     x = Tensor([1.0], requires_grad=True)
-    with pytest.raises(TypeError, match=r"\.grad must be a Tensor or None, not ndarray"):
-        x.grad = np.ones(1)  # type: ignore[assignment]
+    x.grad = np.ones(1)
+    assert type(x.grad) is Tensor and x.grad.tolist() == [1.0]
+    with pytest.raises(ValueError, match=r"\.grad = \.\.\.: an array of shape \(2,\) for a Tensor of shape \(1,\)"):
+        x.grad = np.ones(2)
+    with pytest.raises(TypeError, match=r"\.grad must be None, a Tensor or an array of numbers, not str"):
+        x.grad = "abc"
 
 
 # ----- transforms ---------------------------------------------------------------------------------

@@ -78,9 +78,17 @@ def test_operations_do_not_touch_the_users_operand_arrays() -> None:
 
 
 @pytest.mark.parametrize("data", [[1, 2], 3, [True, False], np.arange(3), np.array(True)])
-def test_integer_or_boolean_data_cannot_require_grad(data: object) -> None:
+def test_integer_or_boolean_data_requiring_grad_becomes_float64(data: object) -> None:
+    # as in LeanPass 0.1 (Tensor([1, 2, 3], requires_grad=True) is a float tensor there)
+    t = Tensor(data, requires_grad=True)
+    assert t.dtype == np.float64 and t.requires_grad
+    np.testing.assert_array_equal(t.data, np.asarray(data, dtype=np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, bool])
+def test_an_integer_dtype_asked_for_cannot_require_grad(dtype: object) -> None:
     with pytest.raises(TypeError, match=r"requires_grad=True needs floating-point data.*dtype"):
-        Tensor(data, requires_grad=True)
+        Tensor([1, 2], requires_grad=True, dtype=dtype)
 
 
 @pytest.mark.parametrize("data", ["abc", None, [1.0, "x"], {"a": 1.0}])

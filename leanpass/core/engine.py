@@ -26,7 +26,7 @@ import numpy as np
 from ..functional._registry import REGISTRY as _REGISTRY
 from ..functional.unary import _pass_through
 from . import tensor as _tensor
-from .tensor import CustomVJP, Tensor, _const, _grad_enabled
+from .tensor import CustomVJP, Tensor, _const, _grad_enabled, check_version
 from .tree import tree_flatten
 
 # vmap's ``settle`` once vmap has been imported (``set_cotangent_hook``): it sums a per-example
@@ -152,6 +152,9 @@ def _replay(node: Tensor, g: Tensor, mask: int) -> Any:
         rec = _REGISTRY[node._op]
         fn = rec.fn
     parents = node._parents
+    for p in parents:  # a parameter given new values since the node was recorded: its values are not the graph's
+        if type(p) is Tensor and p._vjp is None:
+            check_version(p, node)
     token = _depth.set(_depth.get() + 1)  # a transform a rule calls is then recorded too
     _tensor.replay_enter()  # (debug_nans says "backward" for what is recorded here)
     try:
@@ -232,6 +235,10 @@ def _match(g: Any, like: Tensor) -> Any:
     dtype = like.dtype
     if np.shape(g) != like.shape:
         g = np.broadcast_to(g, like.shape)
+    if type(g) is np.ndarray:  # (the usual case, first: no call)
+        return g if g.dtype == dtype else g.astype(dtype)
+    if getattr(type(g), "_lp_traced", False):  # (a stand-in of jit: np.asarray would read its value)
+        return g if g.dtype == dtype else g.astype(dtype)
     return np.asarray(g, dtype=dtype)
 
 

@@ -169,8 +169,11 @@ def _unary_op(fn: Callable[..., Any], name: str) -> Callable[[Any], Tensor]:
 class Tensor:
     """An immutable n-dimensional array that records the operations made from it.
 
-    ``Tensor(data, requires_grad=False, dtype=None)`` copies ``data`` (lists, Python numbers,
-    arrays). Only floating-point Tensors can require grad.
+    ``Tensor(data, requires_grad=False, dtype=None, name=None)`` copies ``data`` (lists, Python
+    numbers, arrays). Only floating-point Tensors can require grad (integer data asking for it
+    becomes float64). A Tensor's array is never written in place. A leaf that requires grad is a
+    parameter: ``p.data = new`` and the optimizers' ``step()`` give it a new array (see ``data``);
+    every other Tensor is frozen.
 
     >>> x = Tensor([2.0, 3.0], requires_grad=True)
     >>> y = (x ** 2).sum()
@@ -180,7 +183,8 @@ class Tensor:
     """
 
     # Slots, not a __dict__: a graph node is then one small object for the garbage collector.
-    __slots__ = ("_data", "_marks", "_op", "_a", "_b", "_rest", "_vjp", "_seq", "_grad", "_tangent", "__weakref__")
+    __slots__ = ("_data", "_marks", "_op", "_a", "_b", "_rest", "_vjp", "_seq", "_grad", "_tangent", "_info",
+                 "__weakref__")
     _data: Any
     _marks: int
     _op: str
@@ -193,8 +197,10 @@ class Tensor:
     _seq: int
     _grad: Tensor | None
     _tangent: Any  # set only on a node made inside a jvp: its tangent there (see leanpass.forward)
+    _info: _SlotInfo  # set only on a Tensor given a name or new values (``.data = ...``); unset otherwise
 
-    def __init__(self, data: ArrayLike, requires_grad: bool = False, dtype: Any = None) -> None:
+    def __init__(self, data: ArrayLike, requires_grad: bool = False, dtype: Any = None,
+                 name: str | None = None) -> None:
         if type(data) is Tensor and data._marks:
             raise TypeError(
                 "Tensor(t): t is being differentiated, and a new Tensor made from it would be a "
@@ -218,6 +224,8 @@ class Tensor:
                 f"Tensor(data): unsupported dtype {arr.dtype}; LeanPass holds numbers "
                 "(float, int or bool arrays)."
             )
+        if requires_grad and arr.dtype.kind in "biu" and dtype is None:  # ([1, 2, 3]: float64, as in LeanPass 0.1)
+            arr = arr.astype(np.float64)
         if requires_grad and arr.dtype.kind != "f":
             raise TypeError(
                 f"requires_grad=True needs floating-point data, but got dtype {arr.dtype}. "
@@ -225,6 +233,8 @@ class Tensor:
             )
         arr.flags.writeable = False
         _fill(self, arr, 1 if requires_grad else 0, _next_seq())
+        if name is not None:
+            object.__setattr__(self, "_info", _SlotInfo(str(name)))
 
     @property
     def _parents(self) -> tuple[Any, ...]:
@@ -251,6 +261,48 @@ class Tensor:
             d = np.asarray(d)
         d.flags.writeable = False
         return d
+
+    @data.setter
+    def data(self, value: ArrayLike) -> None:
+        """``p.data = new`` gives a parameter (a leaf with ``requires_grad=True``) a new array: a copy of
+        ``new`` in ``p``'s dtype and of ``p``'s shape. The old array is not written: a graph recorded
+        before keeps the values it saw (see ``version``). Any other Tensor is frozen.
+
+        >>> w = Tensor([1.0, 2.0], requires_grad=True)
+        >>> w.data = w.data - 0.5
+        >>> w
+        Tensor([0.5, 1.5], requires_grad=True)
+        """
+        _set_data(self, value)
+
+    @property
+    def name(self) -> str | None:
+        """The name given with ``Tensor(..., name=...)`` (shown by ``visualize``), or None.
+
+        >>> Tensor([1.0], name="w").name
+        'w'
+        """
+        info = getattr(self, "_info", None)
+        return None if info is None else info.name
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        _info(self).name = None if value is None else str(value)
+
+    @property
+    def version(self) -> int:
+        """How many times this parameter was given new values (``p.data = ...``, an optimizer step,
+        ``p -= ...`` under ``no_grad()``); 0 for any other Tensor. As PyTorch's version counter: a
+        ``backward()`` through a graph recorded before a change gives the gradient at the values that
+        graph saw, and a ``create_graph=True`` one, which would need the old values again, raises.
+
+        >>> w = Tensor([1.0], requires_grad=True)
+        >>> w.data = [2.0]
+        >>> w.version
+        1
+        """
+        info = getattr(self, "_info", None)
+        return 0 if info is None else info.version
 
     def numpy(self) -> np.ndarray:
         """The values as a read-only NumPy array.
@@ -291,13 +343,23 @@ class Tensor:
 
     @property
     def grad(self) -> Tensor | None:
-        """The gradient ``backward()`` accumulated here (None until then); clear it with ``t.grad = None``."""
+        """The gradient ``backward()`` accumulated here (None until then), a constant Tensor that works
+        as an array (NumPy arithmetic, ``np.allclose``, ``.copy()``). Clear it with ``t.grad = None``;
+        it can also be set to an array (or a Tensor) of this Tensor's shape.
+
+        >>> w = Tensor([1.0, 2.0], requires_grad=True)
+        >>> w.grad = np.zeros(2)
+        >>> w.grad
+        Tensor([0., 0.])
+        """
         return self._grad
 
     @grad.setter
-    def grad(self, value: Tensor | None) -> None:
-        if value is not None and type(value) is not Tensor:
-            raise TypeError(f".grad must be a Tensor or None, not {type(value).__name__}")
+    def grad(self, value: ArrayLike | None) -> None:
+        if value is not None and type(value) is not Tensor:  # an array (LeanPass 0.1's .grad), a list
+            value = _grad_value(self, value)
+        if _slot_hook is not None and self._marks & 1 and self._op == "leaf":
+            _slot_hook(self, "grad", value)
         object.__setattr__(self, "_grad", value)
 
     @property
@@ -515,9 +577,88 @@ class Tensor:
         """Standard deviation over ``axis``; see ``leanpass.std``."""
         return _unary(F.std, "std", self, axis, ddof, keepdims)
 
-    def clip(self, lo: Any = None, hi: Any = None) -> Tensor:
-        """Clamp to ``[lo, hi]``; see ``leanpass.clip``."""
-        return _unary(F.clip, "clip", self, lo, hi)
+    def clip(self, a_min: Any = None, a_max: Any = None) -> Tensor:
+        """Clamp to ``[a_min, a_max]`` (either may be None); see ``leanpass.clip``.
+
+        >>> Tensor([-1.0, 0.5, 2.0]).clip(0.0, 1.0)
+        Tensor([0. , 0.5, 1. ])
+        """
+        return _unary(F.clip, "clip", self, a_min, a_max)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - PyTorch's names
+        """PyTorch's name for ``clip(min, max)`` (op ``"clip"``).
+
+        >>> Tensor([-1.0, 0.5, 2.0]).clamp(min=0.0)
+        Tensor([0. , 0.5, 2. ])
+        """
+        return _unary(F.clip, "clip", self, min, max)
+
+    def leaky_relu(self, negative_slope: float = 0.01) -> Tensor:
+        """``x`` where ``x > 0``, else ``negative_slope * x``; see ``leanpass.leaky_relu``.
+
+        >>> Tensor([-2.0, 3.0]).leaky_relu(0.1)
+        Tensor([-0.2,  3. ])
+        """
+        return _unary(F.leaky_relu, "leaky_relu", self, negative_slope)
+
+    def gelu(self) -> Tensor:
+        """GELU in its tanh approximation, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``; see
+        ``leanpass.gelu``.
+
+        >>> Tensor([1.0]).gelu().round(4)
+        Tensor([0.8412])
+        """
+        return _unary(F.gelu, "gelu", self)
+
+    def copy(self) -> Tensor:
+        """A Tensor of the same values, as NumPy's ``a.copy()`` (recorded: gradients flow through it, as
+        through PyTorch's ``clone()``). Tensors are immutable, so a copy is only needed as a value of its
+        own; for a NumPy array to edit, use ``np.array(t.data)``.
+
+        >>> Tensor([1.0, 2.0]).copy()
+        Tensor([1., 2.])
+        """
+        return self if not self._marks else _unary(F.reshape, "reshape", self, np.shape(self._data))
+
+    # ----- the graph, as LeanPass 0.1 showed it (leanpass.core.graph) ---------------------------------
+    def visualize(self) -> str:
+        """The graph that made this Tensor, as text: a line per node (``Node <id>: <op> shape=<shape>``,
+        ``leaf`` for an input, with its name), then a line per edge (``Edge <input id> -> <node id>``).
+
+        >>> print(Tensor([1.0], requires_grad=True, name="w").visualize())  # doctest: +ELLIPSIS
+        Node ...: leaf (w) shape=(1,)
+        """
+        return _graph_tools.visualize(self)
+
+    def visualize_dot(self) -> str:
+        """The graph that made this Tensor in Graphviz's DOT language (``dot -Tsvg``): a box per op, an
+        ellipse per input.
+
+        >>> print(Tensor([1.0], requires_grad=True).visualize_dot().splitlines()[0])
+        digraph computation_graph {
+        """
+        return _graph_tools.visualize_dot(self)
+
+    def grad_check(self, eps: float = 1e-6, tol: float = 1e-4) -> list[tuple[Tensor, float, Any, Any]]:
+        """Compare the gradient of ``self.sum()`` with central finite differences, for each leaf of the graph
+        that requires grad: a list of ``(leaf, max abs difference, analytic, numeric)`` for the leaves whose
+        difference exceeds ``tol`` (empty when all agree). Nothing is changed (no ``.grad`` written).
+
+        >>> w = Tensor([1.0, 2.0], requires_grad=True)
+        >>> (w * w).sum().grad_check()
+        []
+        """
+        return _graph_tools.grad_check(self, eps, tol)
+
+    def zero_grad_all(self) -> None:
+        """Set ``.grad`` to zeros on every Tensor of the graph that made this one and requires grad.
+
+        >>> w = Tensor([1.0], requires_grad=True)
+        >>> y = w * 2
+        >>> y.backward(); y.zero_grad_all(); w.grad
+        Tensor([0.])
+        """
+        _graph_tools.zero_grad_all(self)
 
     def reshape(self, *shape: Any) -> Tensor:
         """Reshape (``t.reshape(2, -1)`` or ``t.reshape((2, -1))``); see ``leanpass.reshape``."""
@@ -666,43 +807,36 @@ class Tensor:
         """
         raise TypeError("t.dim() is PyTorch's spelling; LeanPass uses NumPy's: t.ndim (a property)")
 
-    def _update_in_place(self, sign: str) -> None:
-        """``p -= ...`` on a parameter inside ``no_grad()``: refused, with the LeanPass way (see ``__isub__``)."""
-        # (outside no_grad() the result is recorded from p, so rebinding the name is what it seems)
-        if self._marks & 1 and self._vjp is None and _no_grad_entered and not _mask_get() & 1:
-            raise TypeError(
-                f"p {sign}= ... inside no_grad(): this Tensor is a parameter (requires_grad=True), and Tensors "
-                f"are immutable, so {sign}= would only rebind the name to a new constant Tensor, which the model "
-                "does not hold and backward() does not reach (PyTorch's in-place update has no equivalent). "
-                "Build new parameters instead, outside no_grad(): p = leanpass.optim.apply_updates(p, -lr * p.grad) "
-                "for one Tensor, or for a model: updates, state = opt.update(optim.collect_grads(model), state, "
-                "model); model = optim.apply_updates(model, updates)."
-            )
+    def _in_place(self, result: Tensor) -> Tensor:
+        """``p -= ...`` (and ``+=``, ``*=``, ``/=``) on a parameter inside ``no_grad()`` gives ``p`` the new
+        values, as in PyTorch (see ``__isub__``); anywhere else it rebinds the name to the result."""
+        if self._marks == 1 and self._op == "leaf" and _no_grad_entered and not _mask_get() & 1:
+            _set_data(self, result)
+            return self
+        return result
 
     def __iadd__(self, other: Any) -> Tensor:
-        self._update_in_place("+")
-        return self + other
+        return self._in_place(self + other)
 
     def __isub__(self, other: Any) -> Tensor:
-        """``t -= x`` rebinds ``t`` to ``t - x``; refused on a parameter inside ``no_grad()``.
+        """``w -= x`` inside ``no_grad()`` on a parameter (a leaf with ``requires_grad=True``) gives it new
+        values (``w.data = w.data - x``, a new array: graphs recorded before keep theirs), as PyTorch's
+        in-place update; elsewhere ``t -= x`` rebinds ``t`` to ``t - x``.
 
         >>> w = Tensor([1.0], requires_grad=True)
+        >>> (w * 3).sum().backward()
         >>> with no_grad():
-        ...     w -= 0.1  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-          ...
-        TypeError: p -= ... inside no_grad(): this Tensor is a parameter (requires_grad=True), ...
+        ...     w -= 0.1 * w.grad
+        >>> w
+        Tensor([0.7], requires_grad=True)
         """
-        self._update_in_place("-")
-        return self - other
+        return self._in_place(self - other)
 
     def __imul__(self, other: Any) -> Tensor:
-        self._update_in_place("*")
-        return self * other
+        return self._in_place(self * other)
 
     def __itruediv__(self, other: Any) -> Tensor:
-        self._update_in_place("/")
-        return self / other
+        return self._in_place(self / other)
 
     # ----- NumPy's dispatch protocols ---------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -755,10 +889,139 @@ class _Size(int):
 
 
 def _setattr(self: Tensor, name: str, value: Any) -> None:
-    """Tensors are frozen; the one writable slot is ``.grad`` (where ``backward`` leaves gradients)."""
-    if name != "grad":
+    """Tensors are frozen; the writable slots are ``.grad`` (where ``backward`` leaves gradients),
+    ``.name``, and a parameter's ``.data`` (a new array, see ``Tensor.data``)."""
+    if name not in ("grad", "data", "name"):
         raise _frozen(f"cannot assign to '{name}'")
     object.__setattr__(self, name, value)
+
+
+class _SlotInfo:
+    """What a Tensor holds beyond its array, when it has any: its name; for a parameter given new
+    values, their count (``version``) and when the last came (``changed``: a ``_seq``, so that a node
+    with a smaller ``_seq`` was recorded from the values before)."""
+
+    __slots__ = ("name", "version", "changed")
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        self.version = 0
+        self.changed = 0
+
+
+def _info(t: Tensor) -> _SlotInfo:
+    info = getattr(t, "_info", None)
+    if info is None:
+        info = _SlotInfo()
+        object.__setattr__(t, "_info", info)
+    return info
+
+
+def is_parameter(t: Any) -> bool:
+    """True for a parameter slot: a leaf Tensor made with ``requires_grad=True``, whose array ``.data = ...``
+    and the optimizers may replace.
+
+    >>> is_parameter(Tensor([1.0], requires_grad=True)), is_parameter(Tensor([1.0]))
+    (True, False)
+    """
+    return type(t) is Tensor and t._marks == 1 and t._op == "leaf"
+
+
+def _set_data(t: Tensor, value: Any) -> None:
+    """``t.data = value``: a new array for a parameter (checked, copied, read-only), its version counted."""
+    if not is_parameter(t):
+        what = f"a computed Tensor (op {t._op!r})" if t._op != "leaf" else (
+            "a constant (requires_grad=False)" if not t._marks else "a transform's input")
+        raise _frozen(
+            f"cannot assign to 'data' of {what}: only a parameter (a leaf made with requires_grad=True) takes "
+            "new values")
+    if _slot_hook is not None:
+        _slot_hook(t, "data", value)
+    raw = value._data if type(value) is Tensor else value
+    if getattr(type(raw), "_lp_asarray", None) is not None:  # a stand-in of jit: a copy it records
+        _replace(t, np.copy(raw) if raw.dtype == t._data.dtype else np.copy(raw).astype(t._data.dtype))
+        return
+    try:
+        arr = np.array(raw, dtype=t._data.dtype)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"p.data = ...: cannot make an array of {t._data.dtype} from {type(value).__name__} ({e})") \
+            from None
+    if arr.shape != t._data.shape:
+        raise ValueError(
+            f"p.data = ...: the new values have shape {arr.shape}, but the parameter has shape {t._data.shape}. "
+            "A parameter keeps its shape (recorded graphs and an optimizer's state depend on it); for another "
+            "shape make a new parameter: p = Tensor(values, requires_grad=True)")
+    _replace(t, arr)
+
+
+def _replace(t: Tensor, arr: Any) -> None:
+    """Put the new array ``arr`` (made for it, of ``t``'s shape and dtype) into the parameter ``t``."""
+    if isinstance(arr, np.ndarray):
+        arr.flags.writeable = False
+    info = _info(t)
+    info.version += 1
+    info.changed = _next_seq()
+    object.__setattr__(t, "_data", arr)
+
+
+def replace_data(t: Tensor, arr: Any) -> None:
+    """An optimizer's step: put ``arr``, a new array of ``t``'s shape and dtype that nothing else holds,
+    into the parameter ``t`` (no copy; see ``Tensor.data`` for assignments by users).
+
+    >>> w = Tensor([1.0], requires_grad=True)
+    >>> replace_data(w, np.array([0.5])); w
+    Tensor([0.5], requires_grad=True)
+    """
+    if _slot_hook is not None:
+        _slot_hook(t, "data", arr)
+    _replace(t, arr)
+
+
+def _grad_value(t: Tensor, value: Any) -> Tensor:
+    """``t.grad = value`` for a value that is not a Tensor: a constant copy in ``t``'s dtype and shape."""
+    try:
+        arr = np.array(value, dtype=t.dtype)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f".grad must be None, a Tensor or an array of numbers, not {type(value).__name__} ({e})") \
+            from None
+    if arr.shape != t.shape:
+        raise ValueError(f".grad = ...: an array of shape {arr.shape} for a Tensor of shape {t.shape}")
+    arr.flags.writeable = False
+    return _const(arr)
+
+
+def check_version(p: Tensor, node: Tensor) -> None:
+    """Raise if the parameter ``p`` was given new values after ``node`` (one of its users) was recorded: for
+    a backward pass that must read ``p``'s values again (``create_graph=True``), as PyTorch raises.
+
+    >>> w = Tensor([1.0], requires_grad=True)
+    >>> check_version(w, w * 2)  # (no change since: nothing to say)
+    """
+    info = getattr(p, "_info", None)
+    if info is not None and info.changed > node._seq:
+        label = f"'{info.name}'" if info.name else f"of shape {p.shape}"
+        raise RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"the parameter {label} is at version {info.version}, newer than the graph being differentiated "
+            f"(op {node._op!r} was recorded before the change, by p.data = ..., an optimizer's step() or p -= ... "
+            "under no_grad()). A create_graph=True backward pass reads the parameter's values again, and they are "
+            "not the ones the graph saw. Compute the loss again after the step (or call backward() before the step)."
+        )
+
+
+# While lp.jit traces (in any thread): its ``hook(t, what, value)``, called before a parameter's ``data`` or
+# ``grad`` is replaced (None otherwise). See ``set_slot_hook``.
+_slot_hook: Any = None
+
+
+def set_slot_hook(hook: Callable[[Tensor, str, Any], None] | None) -> None:
+    """Call ``hook(t, "data" | "grad", value)`` before a parameter ``t`` gets a new array or gradient (jit's,
+    while it traces); None removes it.
+
+    >>> set_slot_hook(None)
+    """
+    global _slot_hook
+    _slot_hook = hook
 
 
 def _delattr(self: Tensor, name: str) -> None:
@@ -1170,6 +1433,20 @@ def set_numpy_dispatch(array_ufunc: Callable[..., Any], array_function: Callable
     """
     global _array_ufunc, _array_function
     _array_ufunc, _array_function = array_ufunc, array_function
+
+
+_graph_tools: Any = None  # leanpass.core.graph: visualize, visualize_dot, grad_check, zero_grad_all
+
+
+def set_graph_tools(module: Any) -> None:
+    """The module whose ``visualize``, ``visualize_dot``, ``grad_check`` and ``zero_grad_all`` the Tensor
+    methods of those names call.
+
+    >>> from leanpass.core import graph
+    >>> set_graph_tools(graph)  # (what leanpass.core.graph does as it loads)
+    """
+    global _graph_tools
+    _graph_tools = module
 
 
 def set_backward(fn: Callable[[Tensor, Any, bool], None]) -> None:

@@ -191,6 +191,22 @@ class Module:
         """
         return param_count(self)
 
+    def zero_grad(self, set_to_none: bool = False) -> None:
+        """Set ``.grad`` of each parameter of the module (each Tensor leaf with ``requires_grad=True``) to zeros,
+        as LeanPass 0.1 does, or to None with ``set_to_none=True``, before the next ``backward()``.
+
+        >>> lin = trainable(Linear(2, 1, rng=0))
+        >>> lin(np.ones((1, 2))).sum().backward()
+        >>> lin.zero_grad()
+        >>> lin.bias.grad
+        Tensor([0.], dtype=float32)
+        """
+        seen: set[int] = set()
+        for p in tree_flatten(self)[0]:
+            if type(p) is Tensor and p._marks & 1 and p._op == "leaf" and id(p) not in seen:
+                seen.add(id(p))
+                p.grad = None if set_to_none else np.zeros_like(p._data)
+
     def _summary(self) -> str:
         """One line describing this module (used by ``repr``)."""
         return type(self).__name__

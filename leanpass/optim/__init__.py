@@ -25,11 +25,20 @@ Eager style (``.backward()`` leaves gradients in ``.grad``): read them with ``co
 >>> updates, state = opt.update(optim.collect_grads([w]), opt.init([w]), [w])
 >>> optim.apply_updates([w], updates)
 [Tensor([ 0.8, -1.6], requires_grad=True)]
+
+Object style (LeanPass 0.1's and PyTorch's): ``SGD`` and ``Adam`` hold the parameters and give them
+new values at each ``step()``.
+
+>>> opt = optim.SGD([w], lr=0.1)
+>>> opt.step()
+>>> w
+Tensor([ 0.8, -1.6], requires_grad=True)
 """
 
 from .aliases import LearningRate as LearningRate
 from .aliases import _State as _State  # (pickle and checkpoints name an optimizer's state leanpass.optim._State)
 from .aliases import adagrad, adam, adamw, rmsprop, sgd
+from .objects import SGD, Adam
 from .schedules import Schedule as Schedule
 from .schedules import (
     constant_schedule,
@@ -59,7 +68,7 @@ __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
     "collect_grads", "chain", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
     "rmsprop", "adagrad", "step_decay", "piecewise_constant_schedule", "reduce_on_plateau",
-    "set_to_zero", "freeze", "ema", "EmaState", "incremental_update",
+    "set_to_zero", "freeze", "ema", "EmaState", "incremental_update", "SGD", "Adam",
 ]
 
 

@@ -19,7 +19,8 @@ import numpy as np
 from ...core import tensor as _tensor_module
 from ...core import tree as _tree
 from ...core.engine import _depth
-from ...core.tensor import Tensor, _const, _next_seq
+from ...core.tensor import Tensor, _const, _next_seq, is_parameter
+from .cells import Cells
 from .program import (
     _aliases,
     _finish,
@@ -83,8 +84,11 @@ def _closure_generators(f: Any, depth: int = 0) -> list[str]:
 _WALK = 2000  # objects visited at most, looking for generators the function can reach
 
 
-def _held_generators(f: Any, statics: list[tuple[int, Any]], leaves: list[Any]) -> list[tuple[str, Any, bytes]]:
+def _held_generators(f: Any, statics: list[tuple[int, Any]], leaves: list[Any],
+                     slots: list[Any] | None = None) -> list[tuple[str, Any, bytes]]:
     """``(name, generator, state)`` of each NumPy generator ``f`` can reach that is not an argument.
+    Given ``slots``, the parameters (leaf Tensors requiring grad) and optimizers (objects with
+    ``_lp_jit_state``) found on the way are appended to it.
 
     The walk follows a bound method's object, a callable object's attributes, closures, the globals
     a function names, defaults, ``functools.partial`` arguments, static arguments, containers and
@@ -106,6 +110,8 @@ def _held_generators(f: Any, statics: list[tuple[int, Any]], leaves: list[Any]) 
         if id(x) in seen:
             continue
         seen.add(id(x))
+        if slots is not None and (is_parameter(x) or hasattr(type(x), "_lp_jit_state")):
+            slots.append(x)
         if isinstance(x, (np.random.Generator, np.random.RandomState)):
             if id(getattr(x, "bit_generator", getattr(x, "_bit_generator", None))) not in arguments:
                 found.append((name, x, _rng_state(x)))
@@ -330,6 +336,7 @@ class Jitted:
                     "of them, or leave that argument out of donate_argnums"
                 )
         tr = _Trace(self.strict, self.where)
+        tr.start = _next_seq()  # (a parameter made after this is the function's own: see _slot_write)
         # stand-ins for every array, Tensor array, number and generator of the arguments
         new_leaves: list[Any] = []
         input_vars: list[int | None] = []
@@ -345,6 +352,8 @@ class Jitted:
                 d = x._data
                 var = tr.new_var(d)
                 nt = _const(var, x._marks, _next_seq())
+                if x._marks == 1:
+                    tr.origins[id(nt)] = x
                 new_leaves.append(nt)
                 input_vars.append(var._id)
             elif t is np.ndarray or t in _NUMBERS or isinstance(x, np.generic):
@@ -371,18 +380,28 @@ class Jitted:
         new_args = list(dynamic_args)
         for i, a in statics:
             new_args[i] = a
-        held = _held_generators(self.f, statics, leaves)
+        reached: list[Any] = []
+        held = _held_generators(self.f, statics, leaves, reached)
+        # parameters and optimizer states reached from outside the arguments: inputs, and what f writes
+        # into them outputs written back (the object-style step: loss.backward(); opt.step())
+        cells = tr.cells = Cells(tr, [x for x in reached if type(x) is Tensor],
+                                 [x for x in reached if type(x) is not Tensor])
+        _tensor_module.set_slot_hook(_slot_write)
         previous = getattr(_local, "trace", None)
         _local.trace = tr
+        done = False
         try:
             out = self.f(*new_args, **new_kwargs)
             out_leaves, out_spec = _tree.tree_flatten(out)
             kinds, returned = self._outputs(tr, out_leaves)
+            done = True
         except _UnderVmapError:  # it returned values batched by an enclosing vmap (from its closure)
             kinds = None
         finally:
             _local.trace = previous
             tr.active = False
+            if not done:
+                cells.restore()
         for name, gen, state in held:
             if _rng_state(gen) != state:
                 raise TypeError(
@@ -395,7 +414,8 @@ class Jitted:
         if kinds is None:
             self._eager.add(key)
             return self.f(*args, **kwargs)
-        source, kept = _finish(tr, returned, donate, input_vars, aliasing)
+        extra, wrap = cells.finish(tr)
+        source, kept = _finish(tr, returned + extra, donate, [*input_vars, *cells.inputs], aliasing)
         namespace = dict(tr.names)
         namespace["_GF"] = _GuardFailedError
         namespace["_same"] = _same
@@ -406,7 +426,9 @@ class Jitted:
         exec(compile(source, f"<{self.where}>", "exec"), namespace)  # noqa: S102 - our own program
         n_out, build_tree = _tree._builder(out_spec, remember=True)
         guards = any(ins.kind == "guard" or ins.check for ins in kept)
-        prog = _Program(namespace["_replay"], _output_builder(kinds, build_tree), source, len(kept), rng_inputs, guards)
+        run = wrap(namespace["_replay"], len(returned)) if cells.cells else namespace["_replay"]
+        prog = _Program(run, _output_builder(kinds, build_tree), source, len(kept), rng_inputs,
+                        guards or bool(cells.cells))
         cause = None
         with self._lock:
             self.trace_count += 1
@@ -454,7 +476,9 @@ class Jitted:
                     returned.append(None)
                     continue
                 d = leaf._data
-                if leaf._op != "leaf" and leaf._marks:
+                if leaf._op != "leaf" and leaf._marks == 1 and tr.stepped:
+                    leaf = _const(leaf._data)  # an object-style step's loss: its value (its graph was used inside)
+                elif leaf._op != "leaf" and leaf._marks:
                     raise TypeError(
                         f"{self.where}: the function returned a Tensor that is part of a graph being "
                         "differentiated (requires_grad); jit cannot hand back a graph. Compute gradients "
@@ -481,6 +505,36 @@ class Jitted:
                     kinds.append(("const", leaf))
                 returned.append(None)
         return kinds, returned
+
+
+def _slot_write(t: Tensor, what: str, value: Any) -> None:
+    """The hook that sees a parameter's ``.data`` or ``.grad`` replaced (``what``). While this thread traces,
+    the parameter must be one of the trace's cells, or the function's own: an argument's stand-in, or a
+    parameter made inside the function. Otherwise its values would be constants of the program, or a
+    step would reach the caller's parameter and the function's stand-in for it, each half the story."""
+    tr = getattr(_local, "trace", None)
+    if tr is None or not tr.active:
+        return
+    tr.stepped = True
+    tracked = tr.cells.tracked
+    if id(t) in tracked:
+        return
+    origin = tr.origins.get(id(t))
+    if origin is None and t._seq > tr.start or origin is not None and id(origin) not in tracked:
+        return
+    if origin is not None:
+        whose = (f"a parameter of shape {t.shape} passed as an argument, which an object the function closes "
+                 "over (an optimizer) also holds: inside the function the argument is a new Tensor, so a step "
+                 "would miss one or the other")
+    else:
+        whose = (f"a parameter of shape {t.shape} that jit did not find outside the function's arguments (its "
+                 "values would be constants of the program)")
+    raise TypeError(
+        f"{tr.where}: the function gives a new .{what} to {whose}. An object-style step (loss.backward(); "
+        "opt.step()) under jit reads the model and the optimizer from the function's closure or globals (or the "
+        "attributes of an object it is a method of): pass only the data as arguments, e.g. step(x, y). Or write "
+        "the step functionally (lp.value_and_grad, opt.update, optim.apply_updates), see docs/jit.md"
+    )
 
 
 def jit(f: Callable[..., Any] | None = None, *, static_argnums: int | tuple[int, ...] = (),

@@ -366,6 +366,10 @@ class _Trace:
         self.guards = 0
         self.seen: dict[tuple[int, str], tuple[int, Any]] = {}  # (var, kind) -> (where, value) of a guard
         self.err = _geterr()  # the handling around the call being traced
+        self.cells: Any = None  # the parameters and optimizer states reached outside the arguments (cells.py)
+        self.stepped = False  # whether a parameter's data or grad was replaced while tracing
+        self.origins: dict[int, Any] = {}  # id of an argument's stand-in Tensor -> the parameter passed
+        self.start = 0  # the _seq when the trace began
 
     # -- variables and constants --
     def new_var(self, value: Any, storage: int | None = None) -> TracedArray:
