@@ -300,6 +300,29 @@ class Embedding(Module):
             raise IndexError(f"Embedding: indices must be in [0, {n}); got values from {idx.min()} to {idx.max()}")
         return basics.take(self.weight, idx, axis=0)
 
+    def attend(self, x: ArrayLike) -> Tensor:
+        """``x @ weight.T``: the table used as an output layer (as flax's ``Embed.attend``), for tied weights.
+
+        A language model whose output layer is its token embedding calls ``embed(tokens)`` at the
+        start and ``embed.attend(h)`` at the end: one parameter, used twice, whose gradient is the
+        total of both uses (through ``leanpass.grad`` and ``.backward()`` alike). ``x`` has shape
+        ``(..., dim)``; the result ``(..., num_embeddings)``, one score per row of the table.
+
+        >>> emb = Embedding(5, 3, rng=0)
+        >>> emb.attend(np.ones((2, 4, 3))).shape
+        (2, 4, 5)
+        """
+        w = self.weight
+        x = _as_input(x, w._data.dtype if type(w) is Tensor else w.dtype)
+        shape = np.shape(x._data if type(x) is Tensor else x)
+        n, d = _leaf_shape(w)
+        if shape[-1:] != (d,):
+            raise _width_error(self, x, d, ValueError(f"attend: input of shape {shape}"))
+        if len(shape) == 2:
+            return basics.matmul(x, basics.transpose(w))
+        flat = basics.matmul(basics.reshape(x, (-1, d)), basics.transpose(w))  # one 2-D product each way
+        return basics.reshape(flat, shape[:-1] + (n,))
+
     def _summary(self) -> str:
         n, d = _leaf_shape(self.weight)
         return f"Embedding({n}, {d}, dtype={_leaf_dtype(self.weight)})"

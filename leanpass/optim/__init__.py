@@ -32,9 +32,9 @@ from .aliases import _State as _State  # (pickle and checkpoints name an optimiz
 from .aliases import adam, adamw, sgd
 from .schedules import Schedule as Schedule
 from .schedules import constant_schedule, cosine_decay, exponential_decay, warmup_cosine
-from .updates import Optimizer, apply_updates, chain, clip_by_global_norm, collect_grads, global_norm
+from .updates import Optimizer, apply_updates, chain, clip_by_global_norm, collect_grads, global_norm, masked
 
 __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
-    "collect_grads", "chain", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
+    "collect_grads", "chain", "masked", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
 ]
