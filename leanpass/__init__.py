@@ -92,7 +92,7 @@ __all__ = [
     "tanh", "transpose", "var", "where",
 ]
 __all__ += ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-            "pad", "batch_norm", "group_norm"]
+            "pad", "batch_norm", "group_norm", "scaled_dot_product_attention"]
 __all__ += [*_math_all, *_contract_all, *_arrays_all]
 __all__ += ["jvp", "jacfwd", "jacrev"]
 del np
@@ -108,6 +108,7 @@ _LAZY = {"nn": "nn", "optim": "optim", "losses": "nn.losses", "data": "data", "d
          **{name: "numpy.convolution" for name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool1d",
                                                    "max_pool2d", "avg_pool1d", "avg_pool2d", "pad", "batch_norm",
                                                    "group_norm")},
+         "scaled_dot_product_attention": "numpy.attention",
          "to_dot": "tools.graph", "draw_graph": "tools.graph", "debug_nans": "tools.debug"}
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ if TYPE_CHECKING:
     from .checkpoint import CheckpointError, load, save
     from .nn import losses
     from .numpy import linalg
+    from .numpy.attention import scaled_dot_product_attention
     from .numpy.convolution import (
         avg_pool1d,
         avg_pool2d,

@@ -205,6 +205,7 @@ ROWS: dict[str, Row] = {
     "reshape": row(),
     "rint": row(),
     "round": row(),
+    "scaled_dot_product_attention": row(),
     "sigmoid": row(samples=_inf("sigmoid")),
     "sign": row(),
     "sin": row(),

@@ -124,6 +124,26 @@ def _positive(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.uniform(0.5, 2.0, shape)
 
 
+# (q, k, v, mask, is_causal, scale, dropout_mask): plain, causal with L != S, a float mask (differentiable)
+# that broadcasts, a boolean mask with a query whose every key is masked out, batch axes that broadcast,
+# a dropout keep-mask, and a given scale.
+ATTENTION: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
+    "scaled_dot_product_attention": lambda r: (_x(r, 2, 3, 2), _x(r, 2, 4, 2), _x(r, 2, 4, 3), None, False, None,
+                                               None),
+    "scaled_dot_product_attention/causal": lambda r: (_x(r, 2, 3, 2), _x(r, 2, 4, 2), _x(r, 2, 4, 1), None, True,
+                                                      None, None),
+    "scaled_dot_product_attention/mask": lambda r: (_x(r, 2, 3, 2), _x(r, 2, 4, 2), _x(r, 2, 4, 2), _x(r, 3, 4),
+                                                    False, 0.7, None),
+    "scaled_dot_product_attention/bool": lambda r: (_x(r, 2, 3, 2), _x(r, 2, 4, 2), _x(r, 2, 4, 2),
+                                                    np.array([[True, False, True, True], [False] * 4,
+                                                              [False, False, True, False]]), False, None, None),
+    "scaled_dot_product_attention/broadcast": lambda r: (_x(r, 2, 1, 3, 2), _x(r, 1, 2, 4, 2), _x(r, 4, 2), None,
+                                                         False, None, None),
+    "scaled_dot_product_attention/dropout": lambda r: (_x(r, 2, 3, 2), _x(r, 2, 4, 2), _x(r, 2, 4, 2), None, True,
+                                                       None, (r.random((2, 3, 4)) > 0.3) / 0.7),
+}
+
+
 CORE_SAMPLES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
     "+": lambda r: (_x(r, 2, 3), _x(r, 3)),
     "-": lambda r: (_x(r, 3), _x(r, 2, 3)),
@@ -215,4 +235,4 @@ def every_sample() -> dict[str, Sample]:
     from op_samples_conv import SAMPLES as CONV
     from op_samples_linalg_special import SAMPLES as LINALG_SPECIAL
 
-    return {**CORE_SAMPLES, **SAMPLES, **LINALG_SPECIAL, **CONV}
+    return {**CORE_SAMPLES, **SAMPLES, **ATTENTION, **LINALG_SPECIAL, **CONV}

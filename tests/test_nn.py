@@ -377,6 +377,6 @@ def test_the_nn_namespace_lists_every_layer_and_keeps_its_public_module() -> Non
     code = ("import sys\nfrom leanpass import nn\nprint('leanpass.nn.conv' in sys.modules)\n"
             "print(all(n in dir(nn) for n in nn.__all__))\n"
             "print(sorted({getattr(nn, n).__module__ for n in nn.__all__ if callable(getattr(nn, n))} - "
-            "{'leanpass.numpy.basics'}))\n")
+            "{'leanpass.numpy.basics', 'leanpass.numpy.attention'}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:3] == ["False", "True", "['leanpass.nn']"]

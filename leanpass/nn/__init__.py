@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..numpy.attention import scaled_dot_product_attention
 from .init import glorot_normal, glorot_uniform, he_normal, he_uniform, xavier_normal, xavier_uniform, zeros
 from .layers import (
     ACTIVATIONS,
@@ -46,8 +47,9 @@ __all__ = [
     "Module", "Linear", "MLP", "Sequential", "Embedding", "LayerNorm", "Dropout",
     "relu", "tanh", "sigmoid", "gelu", "leaky_relu", "softplus", "identity", "ACTIVATIONS",
     "he_normal", "he_uniform", "glorot_normal", "glorot_uniform", "xavier_normal", "xavier_uniform",
-    "zeros", "param_count", "trainable", "dropout",
+    "zeros", "param_count", "trainable", "dropout", "scaled_dot_product_attention",
     "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "GroupNorm", "BatchNorm",
+    "CausalSelfAttention",
 ]
 
 
@@ -65,12 +67,17 @@ def __getattr__(name: str) -> Any:
         from . import conv as conv_layers
 
         return getattr(conv_layers, name)
+    if name == "CausalSelfAttention":
+        from .attention import CausalSelfAttention
+
+        return CausalSelfAttention
     raise AttributeError(f"module 'leanpass.nn' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_CONV_LAYERS})
+    return sorted({*globals(), *_CONV_LAYERS, "CausalSelfAttention"})
 
 
 if TYPE_CHECKING:
+    from .attention import CausalSelfAttention
     from .conv import AvgPool2d, BatchNorm, Conv1d, Conv2d, ConvTranspose2d, Flatten, GroupNorm, MaxPool2d

@@ -216,6 +216,49 @@ def partition(x: ArrayLike, kth: Any, axis: int | None = -1) -> Tensor:
     return take_along_axis(x, np.argpartition(_value(x), kth, axis=axis), axis)
 
 
+def topk(x: ArrayLike, k: int, axis: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Any]:
+    """The ``k`` largest (or, with ``largest=False``, smallest) entries along ``axis`` and their indices,
+    as ``torch.topk``: ``(values, indices)``, both with ``k`` entries along ``axis``.
+
+    The values are differentiable: each selected entry gets the gradient of the place it was
+    selected to, the others 0. The indices are an integer array (int64), not differentiable.
+    Ties are resolved deterministically: among equal values the lower index comes first. NaN counts
+    as larger than every number (as in PyTorch). The results are always in order (largest first, or
+    smallest first), whatever ``sorted`` says. ``k`` must be between 0 and the size of the axis.
+
+    >>> values, indices = lp.topk(Tensor([1.0, 3.0, 2.0, 3.0]), 2)
+    >>> values, indices
+    (Tensor([3., 3.]), array([1, 3]))
+    >>> lp.grad(lambda t: lp.topk(t, 2)[0].sum())(np.array([1.0, 3.0, 2.0, 3.0]))
+    array([0., 1., 0., 1.])
+    """
+    x = _tensor(x)
+    data = _value(x)
+    data = data if _lift.is_array(data) else np.asarray(data)
+    shape = np.shape(data)
+    if not shape:
+        raise ValueError("topk: the input is 0-d; it needs an axis to choose the k entries along")
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"topk: axis must be an int, got {axis!r}")
+    if not -len(shape) <= axis < len(shape):
+        raise np.exceptions.AxisError(f"topk: axis {axis} is out of range for an input with {len(shape)} axes")
+    axis = int(axis) % len(shape)
+    n = shape[axis]
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+        raise TypeError(f"topk: k must be an int, got {k!r}")
+    if not 0 <= k <= n:
+        raise ValueError(f"topk: k={int(k)} is out of range: axis {axis} of the input {shape} has {n} entries, so "
+                         f"k must be between 0 and {n}")
+    first = tuple(slice(None) if a != axis else slice(0, int(k)) for a in range(len(shape)))
+    if largest:  # a stable sort of the reversed values, reversed: largest first, ties by the lower index
+        flip = tuple(slice(None) if a != axis else slice(None, None, -1) for a in range(len(shape)))
+        order = (n - 1) - np.argsort(data[flip], axis=axis, kind="stable")[flip]
+    else:
+        order = np.argsort(data, axis=axis, kind="stable")
+    indices = order[first]
+    return take_along_axis(x, indices, axis), indices
+
+
 def _along_last(x: Any, axis: Any) -> Any:
     """``x`` with the axes in ``axis`` (all for None) moved to the end and flattened into one axis."""
     shape = np.shape(_value(x))
@@ -352,5 +395,5 @@ __all__ = [
     "arccosh", "arctanh", "cbrt", "fabs", "reciprocal", "sinc", "deg2rad", "rad2deg", "radians", "degrees", "erf",
     "erfc", "floor", "ceil", "trunc", "rint", "sign", "round", "nan_to_num", "arctan2", "hypot", "logaddexp2",
     "fmax", "fmin", "remainder", "mod", "fmod", "prod", "cumsum", "cumprod", "nansum", "nanmean", "ptp", "average",
-    "sort", "partition", "quantile", "percentile", "median", "diff", "trace",
+    "sort", "partition", "topk", "quantile", "percentile", "median", "diff", "trace",
 ]
