@@ -125,31 +125,11 @@ def _normal(std: float) -> Any:
 
 
 @dataclass(frozen=True, repr=False, eq=False)
-class CausalSelfAttention(nn.Module):
-    """Multi-head self-attention in which each position sees itself and the positions before it."""
-
-    c_attn: nn.Linear  # (C, 3C): queries, keys and values of all heads in one product
-    c_proj: nn.Linear
-    n_head: int
-    _static = ("n_head",)
-
-    def __call__(self, x: Any) -> Any:
-        b, t, c = x.shape
-        h = self.n_head
-        qkv = lp.reshape(self.c_attn(x), (b, t, 3, h, c // h))
-        q, k, v = (lp.transpose(qkv[:, :, i], (0, 2, 1, 3)) for i in range(3))  # (B, h, T, c/h) each
-        scores = (q @ lp.transpose(k, (0, 1, 3, 2))) * (1.0 / math.sqrt(c // h))
-        mask = np.triu(np.full((t, t), -np.inf, dtype=scores.dtype), 1)  # -inf above the diagonal
-        y = lp.softmax(scores + mask, axis=-1) @ v
-        return self.c_proj(lp.reshape(lp.transpose(y, (0, 2, 1, 3)), (b, t, c)))
-
-
-@dataclass(frozen=True, repr=False, eq=False)
 class Block(nn.Module):
     """``x + attn(ln_1(x))``, then ``x + mlp(ln_2(x))``, the MLP 4x wide with the exact GELU."""
 
     ln_1: nn.LayerNorm
-    attn: CausalSelfAttention
+    attn: nn.CausalSelfAttention  # c_attn (C -> 3C: queries, keys, values), causal attention, c_proj
     ln_2: nn.LayerNorm
     c_fc: nn.Linear
     c_proj: nn.Linear
@@ -192,11 +172,12 @@ class GPT(nn.Module):
             table = nn.Embedding(n, n_embd, rng=rng, dtype=dtype)
             return table.replace(weight=w(rng, (n, n_embd), dtype))
 
+        def attention() -> nn.CausalSelfAttention:
+            attn = nn.CausalSelfAttention(n_embd, n_head, rng=rng, init=w, dtype=dtype)
+            return attn.replace(c_proj=linear(n_embd, n_embd, proj))
+
         blocks = tuple(
-            Block(ln_1=nn.LayerNorm(n_embd, dtype=dtype),
-                  attn=CausalSelfAttention(c_attn=linear(n_embd, 3 * n_embd, w),
-                                           c_proj=linear(n_embd, n_embd, proj), n_head=n_head),
-                  ln_2=nn.LayerNorm(n_embd, dtype=dtype),
+            Block(ln_1=nn.LayerNorm(n_embd, dtype=dtype), attn=attention(), ln_2=nn.LayerNorm(n_embd, dtype=dtype),
                   c_fc=linear(n_embd, 4 * n_embd, w), c_proj=linear(4 * n_embd, n_embd, proj))
             for _ in range(n_layer))
         return cls(wte=embedding(vocab_size), wpe=embedding(block_size), blocks=blocks,
@@ -245,7 +226,7 @@ def generate(model: GPT, idx: np.ndarray, max_new_tokens: int, *, temperature: f
         for _ in range(max_new_tokens):
             logits = model(idx[:, -model.block_size:])[:, -1, :].numpy().astype(np.float64) / temperature
             if top_k is not None and top_k < logits.shape[-1]:
-                kth = np.partition(logits, -top_k, axis=-1)[:, -top_k:].min(axis=-1, keepdims=True)
+                kth = lp.topk(logits, top_k)[0][:, -1:]  # the k-th largest of each row
                 logits = np.where(logits < kth, -np.inf, logits)
             p = np.exp(logits - logits.max(axis=-1, keepdims=True))
             p /= p.sum(axis=-1, keepdims=True)
@@ -452,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                  top_k=args.top_k or None)
 
 
-__all__ = ["GPT", "Block", "CausalSelfAttention", "Config", "train", "main", "generate", "loss_fn", "load_text"]
+__all__ = ["GPT", "Block", "Config", "train", "main", "generate", "loss_fn", "load_text"]
 
 if __name__ == "__main__":
     main()
