@@ -398,8 +398,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="sample among the k likeliest characters (default 10; 0 for all)")
     parser.add_argument("--jit", action=argparse.BooleanOptionalAction, default=True,
                         help="compile the training step with leanpass.jit (default; the same results, faster)")
-    parser.add_argument("--blas-threads", type=int, default=0, metavar="N",
-                        help="OpenBLAS threads (default 0: NumPy's default, one per core)")
+    parser.add_argument("--blas-threads", type=int, default=1, metavar="N",
+                        help="OpenBLAS threads (default 1: the products here are small, and extra threads mostly "
+                             "wait for each other; 0 leaves NumPy's default)")
     parser.add_argument("--output", default=None, metavar="PATH",
                         help=f"where to save the trained model (default {default_output()}; '' to skip)")
     args = parser.parse_args(argv)
