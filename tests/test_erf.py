@@ -1,6 +1,6 @@
 """The fitted erf / erfc kernels (functional/_erf.py): accuracy against the standard library and SciPy over
-the whole line (tails and subnormal results included), the special values, float32 computed in float32,
-and the exact GELU's kernel against the normal cdf."""
+the whole line (tails and subnormal results included), the special values, float32 computed in float32;
+the exact GELU (``lp.gelu(x, approximate="none")``), its kernel and its derivatives."""
 
 from __future__ import annotations
 
@@ -9,9 +9,13 @@ import math
 import numpy as np
 import pytest
 import scipy.special as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import leanpass as lp
 from leanpass.functional import _erf as E
+from leanpass.testing import check_grads
 
 
 def _grid(dtype: type) -> np.ndarray:
@@ -124,9 +128,81 @@ def test_the_gelu_kernel_against_the_normal_cdf(dtype: type) -> None:
 
 def test_jit_and_vmap_give_eager_bits() -> None:
     x = np.random.default_rng(1).standard_normal((4, 50)) * 4
-    for fn in (lp.erf, lp.erfc):
+    for fn in (lp.erf, lp.erfc, _gelu_exact):
         eager = fn(x)._data
         np.testing.assert_array_equal(lp.jit(fn)(x)._data, eager)
         np.testing.assert_array_equal(lp.vmap(fn)(x)._data, eager)
         x32 = x.astype(np.float32)
         np.testing.assert_array_equal(lp.jit(fn)(x32)._data, fn(x32)._data)
+
+
+def _gelu_exact(t: object) -> lp.Tensor:
+    return lp.gelu(t, approximate="none")
+
+
+# ----- lp.gelu(approximate="none") ------------------------------------------------------------------------
+def test_exact_gelu_by_hand() -> None:
+    # gelu(1) = Φ(1) = 0.8413447460685429; gelu'(0) = 1/2; gelu''(x) = φ(x) (2 - x**2): 2 / sqrt(2 pi) at 0
+    np.testing.assert_allclose(_gelu_exact(lp.Tensor([1.0, -1.0]))._data, [0.8413447460685429, -0.15865525393145707],
+                               rtol=1e-15)
+    assert lp.grad(_gelu_exact)(0.0) == pytest.approx(0.5, rel=1e-15)
+    assert lp.grad(lp.grad(_gelu_exact))(0.0) == pytest.approx(2 / math.sqrt(2 * math.pi), rel=1e-14)
+    third = lp.grad(lp.grad(lp.grad(_gelu_exact)))(1.0)  # φ'(x)(2 - x²) - 2x φ(x) = -x φ(x)(4 - x²)
+    assert third == pytest.approx(-3 * math.exp(-0.5) / math.sqrt(2 * math.pi), rel=1e-12)
+
+
+def test_exact_gelu_keeps_only_its_slope() -> None:
+    x = np.random.default_rng(0).standard_normal(6)
+    ans, vjp = lp.functional.gelu(x, approximate="none")
+    saved = vjp.__self__  # (the VJP is a bound method of the one array it keeps)
+    np.testing.assert_allclose(saved, sp.ndtr(x) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi), rtol=1e-14)
+    np.testing.assert_array_equal(vjp(np.full(6, 2.0))[0], 2 * saved)
+
+
+def test_exact_gelu_is_finite_at_every_order_at_the_infinities() -> None:
+    x = np.array([-np.inf, -60.0, 60.0, np.inf])
+    np.testing.assert_array_equal(_gelu_exact(x)._data, [0.0, 0.0, 60.0, np.inf])
+    np.testing.assert_array_equal(lp.grad(lambda t: _gelu_exact(t).sum())(x), [0.0, 0.0, 1.0, 1.0])
+    second = lp.grad(lambda t: lp.grad(lambda u: _gelu_exact(u).sum())(t).sum())(x)
+    np.testing.assert_array_equal(second, [0.0, 0.0, 0.0, 0.0])
+
+
+def test_gelu_rejects_an_unknown_approximation() -> None:
+    for bad in ("exact", "erf", None, True):
+        with pytest.raises(ValueError, match="approximate must be 'none'"):
+            lp.gelu(np.ones(2), approximate=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="approximate must be 'none'"):
+            lp.functional.gelu(np.ones(2), bad)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_gelu_matches_the_normal_cdf_and_its_gradients(dtype: type) -> None:
+    x = np.linspace(-6, 6, 241).astype(dtype)
+    check_grads(_gelu_exact, [x.astype(np.float64)], order=2)
+    y = _gelu_exact(x)._data
+    assert y.dtype == dtype
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(y, x64 * sp.ndtr(x64), rtol=1e-6 if dtype == np.float32 else 1e-14, atol=1e-7)
+
+
+@settings(max_examples=25, deadline=None)
+@given(hnp.array_shapes(min_dims=0, max_dims=3, max_side=4), st.integers(0, 2**31 - 1))
+def test_exact_gelu_on_any_shape_against_its_reference(shape: tuple[int, ...], seed: int) -> None:
+    x = np.random.default_rng(seed).standard_normal(shape) * 4
+    y = _gelu_exact(lp.Tensor(x))
+    assert y.shape == shape
+    np.testing.assert_allclose(y._data, x * sp.ndtr(x), rtol=1e-13, atol=1e-15)
+    g = lp.grad(lambda t: (_gelu_exact(t) * np.cos(x)).sum())(x)
+    np.testing.assert_allclose(g, np.cos(x) * (sp.ndtr(x) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)),
+                               rtol=1e-13, atol=1e-15)
+
+
+def test_nn_names_the_exact_gelu() -> None:
+    assert lp.nn.ACTIVATIONS["gelu_exact"] is lp.nn.gelu_exact
+    net = lp.nn.MLP([3, 4, 2], rng=0, activation="gelu_exact", dtype=np.float64)
+    assert net.activation == "gelu_exact"
+    x = np.random.default_rng(1).standard_normal((5, 3))
+    l0, l1 = net.layers
+    want = _gelu_exact(x @ l0.weight._data + l0.bias._data)._data @ l1.weight._data + l1.bias._data
+    np.testing.assert_allclose(net(x)._data, want, rtol=1e-14)
+    assert lp.nn.MLP([3, 4, 2], rng=0, activation=lp.nn.gelu_exact).activation == "gelu_exact"

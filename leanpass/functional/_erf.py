@@ -294,6 +294,6 @@ def gelu_values(x: Any) -> tuple[Any, Any]:
     phi += q
     e *= xc
     e += phi  # the slope Φ(x) + x φ(x)
-    np.clip(x, -k.gfar, None, out=xc)  # (below, Φ is 0: x Φ(x) is 0 there, -inf included)
-    phi *= xc
+    xl = np.clip(x, -k.gfar, None, out=tmp("xc"))  # (below, Φ is 0: x Φ(x) is 0 there, -inf included)
+    phi *= xl
     return _done(phi, back, x0), _done(e, back, x0)
