@@ -26,7 +26,7 @@ from .init import _initialiser, zeros
 from .module import DTypeLike, Module, _as_input, _dynamic_fields, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
 
 __all__ = ["Linear", "MLP", "Sequential", "Embedding", "LayerNorm", "Dropout", "dropout",
-           "relu", "tanh", "sigmoid", "gelu", "leaky_relu", "softplus", "identity", "ACTIVATIONS"]
+           "relu", "tanh", "sigmoid", "gelu", "gelu_exact", "leaky_relu", "softplus", "identity", "ACTIVATIONS"]
 
 
 # ----- activations (plain functions) ------------------------------------------------------------
@@ -40,9 +40,19 @@ def identity(x: ArrayLike) -> Any:
     return x
 
 
+def gelu_exact(x: ArrayLike) -> Tensor:
+    """The exact GELU, ``x * Φ(x)``: ``lp.gelu(x, approximate="none")``, PyTorch's ``nn.GELU()``
+    (``"gelu"`` names the tanh approximation, ``lp.gelu``'s default).
+
+    >>> gelu_exact(Tensor([1.0]))
+    Tensor([0.84134475])
+    """
+    return gelu(x, approximate="none")
+
+
 # The activations a module can name (and a checkpoint can store) by string.
 ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
-    f.__name__: f for f in (relu, tanh, sigmoid, gelu, leaky_relu, softplus, identity)
+    f.__name__: f for f in (relu, tanh, sigmoid, gelu, gelu_exact, leaky_relu, softplus, identity)
 }
 
 
@@ -149,7 +159,7 @@ class MLP(Module):
         rng = _check_rng(rng, "MLP")
         name = _activation_name(activation)
         if init is None:
-            init = "he" if name in ("relu", "leaky_relu", "gelu") else "glorot"
+            init = "he" if name in ("relu", "leaky_relu", "gelu", "gelu_exact") else "glorot"
         layers = tuple(Linear(a, b, rng=rng, init=init, dtype=dtype) for a, b in zip(sizes[:-1], sizes[1:]))
         _set(self, layers=layers, activation=name)
 
