@@ -136,9 +136,7 @@ class Block(nn.Module):
 
     def __call__(self, x: Any) -> Any:
         x = x + self.attn(self.ln_1(x))
-        h = self.c_fc(self.ln_2(x))
-        h = 0.5 * h * (1.0 + lp.erf(h * (1.0 / math.sqrt(2.0))))  # exact GELU
-        return x + self.c_proj(h)
+        return x + self.c_proj(lp.gelu(self.c_fc(self.ln_2(x)), approximate="none"))  # the exact GELU
 
 
 @dataclass(frozen=True, repr=False, eq=False)
