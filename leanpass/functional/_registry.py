@@ -91,7 +91,7 @@ LAZY: dict[str, tuple[str, ...]] = {
     "conv": ("conv1d", "conv2d", "conv2d_weight", "conv_transpose2d", "conv_transpose_input"),
     "pooling": ("avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d"),
     "padding": ("pad",),
-    "norms": ("batch_norm", "group_norm"),
+    "norms": ("batch_norm", "group_norm", "layer_norm"),
     "linalg": ("cholesky", "cofactor", "det", "eigh", "inv", "lstsq", "norm", "pinv", "qr", "slogdet", "solve", "svd"),
     "special": ("betaln", "digamma", "erfinv", "gammaln", "log_ndtr", "logit", "ndtr", "polygamma", "xlog1py",
                 "xlogy", "i0e", "i1e"),
