@@ -160,6 +160,7 @@ ROWS: dict[str, Row] = {
                          "gelu/exact_inf": lambda rng: (_moved(rng, (-inf, -9.0, -1.3, 0.4, 9.0, inf)), "none")}),
     "getitem": row(),
     "group_norm": row(),
+    "layer_norm": row(),
     "hypot": row(samples=_broadcast("hypot")),
     "i0e": row(samples=_inf("i0e")),
     "i1e": row(samples=_inf("i1e")),

@@ -22,6 +22,7 @@ from ..data import _generator as _check_rng
 from ..functional import _lift
 from ..numpy import basics
 from ..numpy.basics import gelu, leaky_relu, relu, sigmoid, softplus, tanh
+from ..numpy.convolution import layer_norm
 from .init import _initialiser, zeros
 from .module import DTypeLike, Module, _as_input, _dynamic_fields, _float_dtype, _leaf_dtype, _leaf_shape, _set, _size
 
@@ -342,34 +343,39 @@ class Embedding(Module):
 class LayerNorm(Module):
     """Normalise the last axis to mean 0 and variance 1, then scale by ``weight`` and shift by ``bias``.
 
+    One op (``lp.layer_norm``), as ``torch.nn.LayerNorm(dim, eps, bias=...)``: ``bias=False`` leaves the
+    shift out (``self.bias`` is None).
+
     >>> ln = LayerNorm(3)
     >>> y = ln(np.array([[1.0, 2.0, 3.0]]))
     >>> np.round(y.numpy(), 4)
     array([[-1.2247,  0.    ,  1.2247]], dtype=float32)
+    >>> LayerNorm(3, bias=False)
+    LayerNorm(3, eps=1e-05, bias=False, dtype=float32)
     """
 
     weight: Any
-    bias: Any
+    bias: Any = None
     eps: float = 1e-5
     _static: ClassVar[tuple[str, ...]] = ("eps",)
 
-    def __init__(self, dim: int, *, eps: float = 1e-5, dtype: DTypeLike = np.float32) -> None:
+    def __init__(self, dim: int, *, eps: float = 1e-5, bias: bool = True, dtype: DTypeLike = np.float32) -> None:
         dt = _float_dtype(dtype, "LayerNorm")
         n = _size(dim, "dim", "LayerNorm")
-        _set(self, weight=Tensor(np.ones(n, dtype=dt)), bias=Tensor(np.zeros(n, dtype=dt)), eps=float(eps))
+        _set(self, weight=Tensor(np.ones(n, dtype=dt)), bias=Tensor(np.zeros(n, dtype=dt)) if bias else None,
+             eps=float(eps))
 
     def __call__(self, x: ArrayLike) -> Tensor:
         """Normalise ``x`` of shape ``(..., dim)`` over its last axis."""
         x = _as_input(x, self.weight.dtype)
-        mu = basics.mean(x, axis=-1, keepdims=True)
-        var = basics.var(x, axis=-1, keepdims=True)
-        try:
-            return (x - mu) / basics.sqrt(var + self.eps) * self.weight + self.bias
-        except ValueError as e:
-            raise _width_error(self, x, _leaf_shape(self.weight)[0], e) from None
+        n = _leaf_shape(self.weight)[0]
+        if np.shape(x)[-1:] != (n,):
+            raise _width_error(self, x, n, ValueError("layer_norm: the last axis does not match")) from None
+        return layer_norm(x, (n,), self.weight, self.bias, self.eps)
 
     def _summary(self) -> str:
-        return f"LayerNorm({_leaf_shape(self.weight)[0]}, eps={self.eps:g}, dtype={_leaf_dtype(self.weight)})"
+        extra = "" if self.bias is not None else ", bias=False"
+        return f"LayerNorm({_leaf_shape(self.weight)[0]}, eps={self.eps:g}{extra}, dtype={_leaf_dtype(self.weight)})"
 
 
 def _width_error(module: Module, x: Any, width: int, err: ValueError) -> ValueError:
