@@ -321,6 +321,8 @@ def _layer_norm_vjp(x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, n: int
     ``bias`` ``sum(g)`` over the rows. Sums are products with vectors of ones; NumPy functions only."""
     rows = np.reshape(x, _rows_shape(x, n))
     g2 = np.reshape(g, np.shape(rows))
+    if float_arrays(rows, g2, mean) and (weight is None or float_arrays(rows, weight)):
+        return _layer_norm_vjp_arrays(x, rows, g2, weight, bias, mean, rstd, n)
     xhat = (rows - mean) * rstd
     m = np.shape(rows)[0]
     ones_m = np.ones(m, getattr(rows, "dtype", np.float64))
@@ -333,6 +335,32 @@ def _layer_norm_vjp(x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, n: int
     mean_ghx = np.reshape((gh * xhat) @ ones_n, (-1, 1)) * inv_n
     gx = (gh - mean_gh - xhat * mean_ghx) * rstd
     return np.reshape(gx, np.shape(x)), gw, gb, None, None
+
+
+def _layer_norm_vjp_arrays(x: Any, rows: Any, g2: Any, weight: Any, bias: Any, mean: Any, rstd: Any,
+                           n: int) -> tuple[Any, ...]:
+    """``_layer_norm_vjp`` on plain arrays: the same formula, its temporaries in reused buffers and updated in
+    place (a fresh array of a layer's size starts with page faults)."""
+    m = rows.shape[0]
+    xhat = np.subtract(rows, mean, out=buffer("layer_norm.xhat", rows.shape, rows.dtype))
+    xhat *= rstd
+    work = buffer("layer_norm.work", rows.shape, rows.dtype)
+    ones_m, ones_n = np.ones(m, rows.dtype), np.ones(n, rows.dtype)
+    gw = gb = None
+    if weight is not None:
+        gw = np.reshape(ones_m @ np.multiply(g2, xhat, out=work), np.shape(weight))
+    if bias is not None:
+        gb = np.reshape(ones_m @ g2, np.shape(bias))
+    gh = g2 * np.reshape(weight, (1, n)) if weight is not None else g2.copy()  # (becomes the input's cotangent)
+    mean_gh = np.reshape(gh @ ones_n, (m, 1))
+    mean_ghx = np.reshape(np.multiply(gh, xhat, out=work) @ ones_n, (m, 1))
+    inv_n = 1.0 / max(n, 1)
+    mean_gh *= inv_n
+    mean_ghx *= inv_n
+    gh -= mean_gh
+    gh -= np.multiply(xhat, mean_ghx, out=work)
+    gh *= rstd
+    return np.reshape(gh, np.shape(x)), gw, gb, None, None
 
 
 def _layer_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, weight: Any = None, bias: Any = None,
