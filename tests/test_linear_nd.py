@@ -73,3 +73,27 @@ def test_transforms_agree_and_nn_linear_takes_any_rank() -> None:
     _, tangent = lp.jvp(lambda x: lp.matmul(x, w), (x,), (np.ones_like(x),))
     np.testing.assert_allclose(tangent._data, np.ones_like(x) @ w, rtol=1e-14)
     assert layer(np.ones((2, 3, 4, 4))).shape == (2, 3, 4, 3)
+
+
+# ----- an embedding's gradient: the rows picked by an integer array, scattered back by one product ------------
+def test_embedding_gradient_by_one_hot_product_equals_the_scatter() -> None:
+    rng = np.random.default_rng(4)
+    for v, dtype in ((65, np.float32), (7, np.float64), (300, np.float64)):  # (300 rows: np.add.at, exactly)
+        table = rng.standard_normal((v, 5)).astype(dtype)
+        idx = rng.integers(-v, v, (4, 9))  # (negative indices count from the end, as in the forward)
+        g = rng.standard_normal((4, 9, 5)).astype(dtype)
+        _, vjp = F.getitem(table, (idx,))
+        got = vjp(g)[0]
+        want = np.zeros_like(table)
+        np.add.at(want, idx, g)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-13, atol=1e-6)
+        emb = nn.Embedding(v, 5, rng=0, dtype=dtype)
+        ids = np.remainder(idx, v)
+
+        def loss(m: Any, ids: Any = ids) -> Any:
+            return (m(ids) ** 2).sum()
+
+        np.testing.assert_array_equal(lp.grad(loss)(emb).weight, lp.jit(lp.grad(loss))(emb).weight)
+    check_grads(lambda t: lp.take(t, np.array([[0, 2], [2, 2]]), axis=0) ** 2, [rng.standard_normal((3, 4))],
+                order=2)
