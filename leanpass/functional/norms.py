@@ -268,7 +268,7 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, shape: tuple[int, .
     >>> ans.round(4)
     array([[-1.2247,  0.    ,  1.2247]])
     >>> vjp(np.array([[1.0, 0.0, 0.0]]))[0].round(4)
-    array([[ 0.4082, -0.4082,  0.    ]])
+    array([[ 0.2041, -0.4082,  0.2041]])
     """
     shape = tuple(shape)
     n = math.prod(shape)
