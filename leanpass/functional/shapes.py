@@ -169,7 +169,7 @@ def _one_hot_rows(g: Any, index: Any, shape: tuple[int, ...]) -> Any:
         return None
     n = int(idx.size)
     hot = np.equal(np.reshape(np.remainder(idx, v), (n, 1)), np.arange(v)).astype(g.dtype)
-    return np.reshape(hot.T @ np.reshape(g, (n, -1)), shape)
+    return np.reshape(hot.T @ np.reshape(g, (n, math.prod(shape[1:]))), shape)
 
 
 def _plain_or_traced(a: Any) -> bool:
