@@ -27,7 +27,8 @@ import numpy as np
 
 from . import _lift
 from ._registry import op
-from ._scratch import buffer, float_arrays
+from ._scratch import buffer, float_arrays, float_arrays_or_traced, like
+from ._scratch import work as scratch
 
 
 def _mean(x: Any, axes: tuple[int, ...]) -> Any:
@@ -267,7 +268,7 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, shape: tuple[int, .
     >>> ans.round(4)
     array([[-1.2247,  0.    ,  1.2247]])
     >>> vjp(np.array([[1.0, 0.0, 0.0]]))[0].round(4)
-    array([[ 0.4082, -0.4082,  0.    ]])
+    array([[ 0.2041, -0.4082,  0.2041]])
     """
     shape = tuple(shape)
     n = math.prod(shape)
@@ -321,6 +322,8 @@ def _layer_norm_vjp(x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, n: int
     ``bias`` ``sum(g)`` over the rows. Sums are products with vectors of ones; NumPy functions only."""
     rows = np.reshape(x, _rows_shape(x, n))
     g2 = np.reshape(g, np.shape(rows))
+    if float_arrays_or_traced(rows, g2, mean) and (weight is None or float_arrays_or_traced(rows, weight)):
+        return _layer_norm_vjp_arrays(x, rows, g2, weight, bias, mean, rstd, n)  # (under jit too: its bits)
     xhat = (rows - mean) * rstd
     m = np.shape(rows)[0]
     ones_m = np.ones(m, getattr(rows, "dtype", np.float64))
@@ -333,6 +336,39 @@ def _layer_norm_vjp(x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, n: int
     mean_ghx = np.reshape((gh * xhat) @ ones_n, (-1, 1)) * inv_n
     gx = (gh - mean_gh - xhat * mean_ghx) * rstd
     return np.reshape(gx, np.shape(x)), gw, gb, None, None
+
+
+def _layer_norm_vjp_arrays(x: Any, rows: Any, g2: Any, weight: Any, bias: Any, mean: Any, rstd: Any,
+                           n: int) -> tuple[Any, ...]:
+    """``_layer_norm_vjp`` on plain arrays, with ``x̂ = (x - mean) / σ`` expanded so that no ``x̂`` is formed:
+    ``gx = ĝ / σ - x c1 + c0`` with per-row ``c1 = mean(ĝ x̂) / σ²`` and ``c0 = mean c1 - mean(ĝ) / σ``, from
+    row sums of ``ĝ`` and ``ĝ x``; ``weight``'s cotangent is ``(1/σ)ᵀ (g x) - (mean / σ)ᵀ g``. Row and column
+    sums are products with vectors; the one temporary is a reused buffer."""
+    m = rows.shape[0]
+    work = scratch("layer_norm.work", rows.shape, rows.dtype, like(rows, g2))
+    r = np.reshape(rstd, (m,))
+    gw = gb = None
+    if weight is not None:
+        gx_ = np.multiply(g2, rows, out=work)
+        gw = np.reshape(r @ gx_ - (np.reshape(mean, (m,)) * r) @ g2, np.shape(weight))
+    if bias is not None:
+        gb = np.reshape(np.ones(m, rows.dtype) @ g2, np.shape(bias))
+    gh = g2 * np.reshape(weight, (1, n)) if weight is not None else g2 * rstd  # (becomes the input's cotangent)
+    ones_n = np.ones(n, rows.dtype)
+    inv_n = 1.0 / max(n, 1)
+    sum_gh = np.reshape(gh @ ones_n, (m, 1))  # (of g w, or of g / σ without a weight)
+    sum_ghx = np.reshape(np.multiply(gh, rows, out=work) @ ones_n, (m, 1))
+    if weight is not None:
+        gh *= rstd
+        sum_gh *= rstd
+        sum_ghx *= rstd
+    # the sums are of ĝ / σ and ĝ x / σ (ĝ = g w): c1 = mean(ĝ x̂) / σ² = (mean(ĝ x) - mean mean(ĝ)) / σ³
+    c1 = (sum_ghx - mean * sum_gh) * inv_n
+    c1 *= rstd * rstd
+    c0 = mean * c1 - sum_gh * inv_n
+    gh -= np.multiply(rows, c1, out=work)
+    gh += c0
+    return np.reshape(gh, np.shape(x)), gw, gb, None, None
 
 
 def _layer_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, weight: Any = None, bias: Any = None,

@@ -42,7 +42,7 @@ def identity(x: ArrayLike) -> Any:
 
 
 def gelu_exact(x: ArrayLike) -> Tensor:
-    """The exact GELU, ``x * Φ(x)``: ``lp.gelu(x, approximate="none")``, PyTorch's ``nn.GELU()``
+    """The exact GELU, ``x * Φ(x)``: ``lp.gelu(x, approximate="none")``, PyTorch's ``torch.nn.GELU()``
     (``"gelu"`` names the tanh approximation, ``lp.gelu``'s default).
 
     >>> gelu_exact(Tensor([1.0]))
