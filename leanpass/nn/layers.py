@@ -326,13 +326,10 @@ class Embedding(Module):
         w = self.weight
         x = _as_input(x, w._data.dtype if type(w) is Tensor else w.dtype)
         shape = np.shape(x._data if type(x) is Tensor else x)
-        n, d = _leaf_shape(w)
+        d = _leaf_shape(w)[1]
         if shape[-1:] != (d,):
             raise _width_error(self, x, d, ValueError(f"attend: input of shape {shape}"))
-        if len(shape) == 2:
-            return basics.matmul(x, basics.transpose(w))
-        flat = basics.matmul(basics.reshape(x, (-1, d)), basics.transpose(w))  # one 2-D product each way
-        return basics.reshape(flat, shape[:-1] + (n,))
+        return basics.matmul(x, basics.transpose(w))
 
     def _summary(self) -> str:
         n, d = _leaf_shape(self.weight)
