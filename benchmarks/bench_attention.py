@@ -8,6 +8,9 @@ order; the figures are medians over the rounds of LeanPass's time over PyTorch's
 ``F.scaled_dot_product_attention`` on its math path (``sdpa_kernel(SDPBackend.MATH)``) and, as a
 second column, the manual attention users write (``softmax(q @ k.T * scale + mask) @ v``, nanoGPT's
 path without flash). Without torch installed only LeanPass's milliseconds are printed.
+
+Then ``nn.CausalSelfAttention`` (n_embd 128, 4 heads, T 64, batch 16: nanoGPT's attention at the
+size of the GPT benchmark) forward + backward against nanoGPT's module in PyTorch (math path).
 """
 
 from __future__ import annotations
@@ -74,14 +77,48 @@ def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray) -> float:
 
     args = [a.astype(np.float64) for a in (q, k, v)]
     ts = [torch.tensor(a, requires_grad=True) for a in args]
-    y = tf.scaled_dot_product_attention(*ts, is_causal=True)
+    y = tf.scaled_dot_product_attention(ts[0], ts[1], ts[2], is_causal=True)
     y.backward(torch.tensor(g, dtype=torch.float64))
     ours = lp.vjp(lambda a, b, c: lp.scaled_dot_product_attention(a, b, c, is_causal=True), *args)
     out, pull = ours
     grads = pull(g.astype(np.float64))
     diffs = [np.abs(np.asarray(out) - y.detach().numpy()).max()]
-    diffs += [np.abs(np.asarray(a) - t.grad.numpy()).max() for a, t in zip(grads, ts)]
+    diffs += [np.abs(np.asarray(a) - t.grad.numpy()).max() for a, t in zip(grads, ts) if t.grad is not None]
     return float(max(diffs))
+
+
+def module_sides() -> dict[str, Callable[[], None]]:
+    """nn.CausalSelfAttention's forward + backward (input and parameters differentiated), and nanoGPT's in torch."""
+    b, t, c, h = 16, 64, 128, 4
+    rng = np.random.default_rng(1)
+    x, g = (rng.standard_normal((b, t, c)).astype(np.float32) for _ in range(2))
+    attn = lp.nn.CausalSelfAttention(c, h, rng=0)
+
+    def ours() -> None:
+        lp.nn.trainable(attn)(lp.Tensor(x, requires_grad=True)).backward(g)
+
+    sides = {"leanpass": ours}
+    try:
+        import torch
+    except ImportError:
+        return sides
+    import torch.nn.functional as tf
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    c_attn, c_proj = torch.nn.Linear(c, 3 * c), torch.nn.Linear(c, c)
+    tx, tg = torch.from_numpy(x), torch.from_numpy(g)
+
+    def theirs() -> None:
+        c_attn.zero_grad()
+        c_proj.zero_grad()
+        xx = tx.clone().requires_grad_()
+        q, k, v = (a.view(b, t, h, c // h).transpose(1, 2) for a in c_attn(xx).split(c, dim=2))
+        with sdpa_kernel(SDPBackend.MATH):
+            y = tf.scaled_dot_product_attention(q, k, v, is_causal=True)
+        c_proj(y.transpose(1, 2).contiguous().view(b, t, c)).backward(tg)
+
+    sides["torch math"] = theirs
+    return sides
 
 
 def seconds(fn: Callable[[], None], reps: int) -> float:
@@ -119,6 +156,22 @@ def main() -> None:
         if len(sides) > 1:
             line += f" | max |diff| float64 {check(q, k, v, g):.1e}"
         print(line, flush=True)
+    sides = module_sides()
+    times = {name: [] for name in sides}
+    for fn in sides.values():
+        fn()
+    for _ in range(args.rounds):
+        order = list(sides)
+        random.shuffle(order)
+        for name in order:
+            times[name].append(seconds(sides[name], 5))
+    ms = 1e3 * statistics.median(times["leanpass"])
+    line = f"nn.CausalSelfAttention(128, 4), batch 16, T 64: leanpass {ms:.2f} ms"
+    if "torch math" in times:
+        ratios = [a / b for a, b in zip(times["leanpass"], times["torch math"])]
+        line += (f" | nanoGPT's module, torch math {1e3 * statistics.median(times['torch math']):.2f} ms, "
+                 f"leanpass / torch {statistics.median(ratios):.2f}x")
+    print(line)
     if len(sides) == 1:
         print("(torch is not installed: no PyTorch columns)")
 

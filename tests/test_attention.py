@@ -318,3 +318,14 @@ def test_module_saves_and_loads(tmp_path: Any) -> None:
     assert repr(back) == repr(attn) and back.dropout == 0.1
     x = np.ones((1, 3, 8))
     np.testing.assert_array_equal(value(back(x)), value(attn(x)))
+
+
+def test_no_keys_no_queries_and_no_features() -> None:
+    # no keys: no weights, an output of 0 (as a query with every key masked out); no features: every score
+    # is 0, so the weights are uniform; no queries: an empty output
+    np.testing.assert_array_equal(value(sdpa(np.ones((2, 4)), np.ones((0, 4)), np.ones((0, 3)))), np.zeros((2, 3)))
+    v = np.array([[1.0], [2.0], [6.0]])
+    np.testing.assert_allclose(value(sdpa(np.ones((2, 0)), np.ones((3, 0)), v)), [[3.0], [3.0]])
+    assert value(sdpa(np.ones((0, 4)), np.ones((3, 4)), v)).shape == (0, 1)
+    g = lp.grad(lambda q: sdpa(q, np.ones((0, 4)), np.ones((0, 2))).sum())(np.ones((2, 4)))
+    np.testing.assert_array_equal(g, 0.0)

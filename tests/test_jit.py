@@ -803,3 +803,32 @@ def test_a_treedef_argument_is_a_leaf_compared_by_value():
         td = lp.tree_flatten(tree)[1]
         assert same(jitted(td, xs), rebuild(td, xs))
     assert jitted.trace_count == 2  # (an equal structure is the same signature)
+
+
+def test_a_step_with_an_optimizer_state_replays_through_its_written_out_check():
+    # An optimizer's state is a registered pytree (not a frozen module): the written-out check calls its
+    # flatten and tests the structure it gives, so the step as users write it (model and state in and
+    # out) skips the general signature path. A state of another structure fails the check.
+    x, y = data(np.float64)
+    opt = optim.sgd(0.1, momentum=0.9)
+
+    def step(model, state, xb, yb):
+        loss, grads = lp.value_and_grad(lambda m: losses.cross_entropy(m(xb), yb))(model)
+        updates, state = opt.update(grads, state, model)
+        return optim.apply_updates(model, updates), state, loss
+
+    jstep = lp.jit(step)
+    model = eager = nn.MLP([8, 6, 4], rng=0, dtype=np.float64)
+    state = e_state = opt.init(model)
+    for _ in range(3):
+        model, state, loss = jstep(model, state, x, y)
+        eager, e_state, e_loss = step(eager, e_state, x, y)
+        assert same(model, eager) and same(state, e_state) and loss.item() == e_loss.item()
+        assert jstep._fast is not None and jstep._fast[0]((model, state, x, y), {}) is not None
+    assert jstep.trace_count == 1
+    other = opt.init(nn.MLP([8, 5, 4], rng=0, dtype=np.float64))  # the state of a model of other shapes
+    assert jstep._fast[0]((model, other, x, y), {}) is None
+    wider = opt.init({"w": np.zeros(3)})  # and of another structure
+    assert jstep._fast[0]((model, wider, x, y), {}) is None
+    with pytest.raises(ValueError, match="the state was made for"):  # (the general path: eager's error)
+        jstep(model, wider, x, y)

@@ -113,7 +113,9 @@ def _weights(q: Any, k: Any, mask: Any, is_causal: bool, scale: Any) -> Any:
 
 
 def _scale_of(q: Any, scale: Any) -> Any:
-    return 1.0 / math.sqrt(np.shape(q)[-1]) if scale is None else scale
+    if scale is not None:
+        return scale
+    return 1.0 / math.sqrt(np.shape(q)[-1]) if np.shape(q)[-1] else 1.0  # (E = 0: every score is 0 anyway)
 
 
 def scaled_dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None, is_causal: bool = False,

@@ -84,7 +84,7 @@ def _checker(key: Any, nargs: int) -> Any:
     """
     spec, statics, leaf_keys = key
     names: dict[str, Any] = {"Tensor": Tensor, "nd": np.ndarray, "tree": _tree, "CACHE": _tree._CACHE,
-                             "Gen": np.random.Generator}
+                             "Gen": np.random.Generator, "REGISTRY": _tree._REGISTRY}
     lines = ["def check(args, kwargs):", f"    if len(args) != {nargs}: return None"]
     leaves: list[str] = []
     counter = [0]
@@ -171,6 +171,16 @@ def _checker(key: Any, nargs: int) -> Any:
             lines.append(f"    if type({t}) is not {name(kind)}: return None")
             for i, c in enumerate(kids):
                 node(c, f"{t}[{i}]")
+        elif kind in _tree._REGISTRY:  # a registered class (an optimizer's state): its own flatten, called
+            entry, ch, m = name(_tree._REGISTRY[kind]), tmp(), tmp()
+            lines.append(f"    if type({t}) is not {name(kind)} or REGISTRY.get({name(kind)}) is not {entry}: "
+                         "return None")
+            lines.append(f"    {ch}, {m} = {entry}[0]({t})")
+            lines.append(f"    if {m} is not {name(meta)} and {m} != {name(meta)}: return None")
+            lines.append(f"    {ch} = tuple({ch})")
+            lines.append(f"    if len({ch}) != {len(kids)}: return None")
+            for i, c in enumerate(kids):
+                node(c, f"{ch}[{i}]")
         else:
             raise _NoCheckerError
 
