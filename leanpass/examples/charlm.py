@@ -157,6 +157,8 @@ class GPT(nn.Module):
         >>> model = GPT.create(65, block_size=16, n_layer=2, n_head=2, n_embd=32)
         >>> model(np.zeros((3, 16), dtype=np.int64)).shape, model.block_size
         ((3, 16, 65), 16)
+        >>> model
+        GPT(vocab 65, 2 layers x 2 heads, n_embd 32, block 16, 28,064 parameters)
         """
         if n_embd % n_head:
             raise ValueError(f"GPT: n_embd ({n_embd}) must be a multiple of n_head ({n_head})")
@@ -194,6 +196,12 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.wte.attend(self.ln_f(x))  # the output layer is the token embedding, transposed
+
+    def _summary(self) -> str:
+        vocab, n_embd = self.wte.weight.shape
+        heads = self.blocks[0].attn.n_head if self.blocks else 0
+        return (f"GPT(vocab {vocab}, {len(self.blocks)} layers x {heads} heads, n_embd {n_embd}, "
+                f"block {self.block_size}, {nn.param_count(self):,} parameters)")
 
 
 def loss_fn(model: GPT, x: np.ndarray, y: np.ndarray) -> lp.Tensor:
