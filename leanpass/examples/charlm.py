@@ -1,6 +1,6 @@
 """Train a small GPT, character by character, on the Python source of Python's own standard library.
 
-    python -m leanpass.examples.charlm                # validation loss about 1.46 in about 4 min of CPU time
+    python -m leanpass.examples.charlm                # validation loss about 1.46 in 3 to 4 minutes of CPU time
     python -m leanpass.examples.charlm --quick        # a tiny model for a few seconds: checks that it all runs
     python -m leanpass.examples.charlm --no-jit       # the same training, each step run op by op
     python -m leanpass.examples.charlm --help
