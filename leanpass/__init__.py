@@ -92,7 +92,7 @@ __all__ = [
     "tanh", "transpose", "var", "where",
 ]
 __all__ += ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-            "pad", "batch_norm", "group_norm", "scaled_dot_product_attention"]
+            "pad", "batch_norm", "group_norm", "layer_norm", "scaled_dot_product_attention"]
 __all__ += [*_math_all, *_contract_all, *_arrays_all]
 __all__ += ["jvp", "jacfwd", "jacrev"]
 del np
@@ -108,7 +108,7 @@ _LAZY = {"nn": "nn", "optim": "optim", "losses": "nn.losses", "metrics": "nn.met
          **{name: "transforms.jacobians" for name in ("jacfwd", "jacrev", "jacobian", "hessian", "hvp")},
          **{name: "numpy.convolution" for name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool1d",
                                                    "max_pool2d", "avg_pool1d", "avg_pool2d", "pad", "batch_norm",
-                                                   "group_norm")},
+                                                   "group_norm", "layer_norm")},
          "scaled_dot_product_attention": "numpy.attention",
          "to_dot": "tools.graph", "draw_graph": "tools.graph", "debug_nans": "tools.debug",
          "ops": "ops", "plugin_registry": "plugin_registry"}
@@ -127,6 +127,7 @@ if TYPE_CHECKING:
         conv2d,
         conv_transpose2d,
         group_norm,
+        layer_norm,
         max_pool1d,
         max_pool2d,
         pad,

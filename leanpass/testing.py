@@ -117,6 +117,7 @@ def _conv_samples() -> dict[str, Callable[[], tuple[Any, ...]]]:
         "pad": lambda: (r(3, 4), ((1, 2), (2, 0)), "reflect", 0),
         "batch_norm": lambda: (r(4, 3, 2), r(3), r(3), 1, 1e-5),
         "group_norm": lambda: (r(2, 4, 3), 2, r(4), r(4), 1e-5),
+        "layer_norm": lambda: (r(2, 3, 4), r(4), r(4), (4,), 1e-5),
     }
 
 

@@ -32,4 +32,6 @@ SAMPLES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
     "max_pool2d/padded": lambda rng: (rng.standard_normal((2, 2, 5, 5)), 3, 2, 1, 1),
     "pad/constant": lambda rng: (rng.standard_normal((3, 4)), ((1, 2), (0, 1)), "constant", 2.0),
     "batch_norm/plain": lambda rng: (rng.standard_normal((4, 3, 2)), None, None, 1, 1e-5),
+    "layer_norm/plain": lambda rng: (rng.standard_normal((2, 3, 4)), None, None, (3, 4), 1e-5),
+    "layer_norm/no_bias": lambda rng: (rng.standard_normal((5, 3)), rng.standard_normal(3), None, (3,), 1e-5),
 }

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.special import ndtr
 from test_ops_helpers import (
     FAST,
     SMALL,
@@ -34,6 +35,10 @@ def ref_gelu(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1 + np.tanh(C * (x + 0.044715 * x**3)))
 
 
+def ref_gelu_exact(x: np.ndarray) -> np.ndarray:
+    return x * ndtr(x)
+
+
 # name -> (Tensor-level function, NumPy reference, input sampler(seed, shape, dtype))
 UNARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., np.ndarray]]] = {
     "tanh": (lp.tanh, np.tanh, normal),
@@ -44,6 +49,7 @@ UNARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., np.
     "cos": (lp.cos, np.cos, normal),
     "softplus": (lp.softplus, lambda x: np.log1p(np.exp(x)), normal),
     "gelu": (lp.gelu, ref_gelu, normal),
+    "gelu_exact": (lambda x: lp.gelu(x, approximate="none"), ref_gelu_exact, normal),
     "leaky_relu": (lambda x: lp.leaky_relu(x, 0.1), lambda x: np.where(x > 0, x, 0.1 * x), away_from),
     "clip": (lambda x: lp.clip(x, -0.5, 0.8), lambda x: np.clip(x, -0.5, 0.8),
              lambda s, sh, dtype=np.float64: away_from(s, sh, (-0.5, 0.8), dtype=dtype)),
@@ -51,6 +57,7 @@ UNARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., np.
 FUNCTIONAL = {  # name -> (functional op, extra parameters after x)
     "tanh": (F.tanh, ()), "abs": (F.abs, ()), "sqrt": (F.sqrt, ()), "square": (F.square, ()),
     "sin": (F.sin, ()), "cos": (F.cos, ()), "softplus": (F.softplus, ()), "gelu": (F.gelu, ()),
+    "gelu_exact": (F.gelu, ("none",)),
     "leaky_relu": (F.leaky_relu, (0.1,)), "clip": (F.clip, (-0.5, 0.8)),
 }
 
@@ -93,7 +100,7 @@ def test_unary_float32(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_op_names(name: str) -> None:
     y = UNARY[name][0](Tensor([0.5, 2.0], requires_grad=True))
-    assert y._op == name
+    assert y._op == name.removesuffix("_exact")
 
 
 def test_methods_match_functions() -> None:

@@ -434,10 +434,13 @@ def test_float32_gives_the_float64_values_rounded() -> None:
         for n in (1, 2):
             wide = S.polygamma(n, x.astype(np.float64))._data.astype(np.float32)
             np.testing.assert_array_equal(S.polygamma(n, x)._data, wide)
-        for name in ("erf", "erfc"):
+        for name, ulps in (("erf", 4), ("erfc", 8)):  # (computed in float32: within a few float32 ulps)
             got = getattr(S, name)(x)
             assert got.dtype == np.float32, name
-            np.testing.assert_array_equal(got._data, getattr(S, name)(x.astype(np.float64))._data.astype(np.float32))
+            wide = getattr(S, name)(x.astype(np.float64))._data.astype(np.float32)
+            bound = ulps * np.spacing(np.abs(wide)).astype(np.float64)
+            same = (got._data == wide) | (np.isnan(got._data) & np.isnan(wide))
+            assert np.all(same | (np.abs(got._data.astype(np.float64) - wide) <= bound)), name
         # (lp.sigmoid, computed in float32 as exp(-logaddexp(0, -x)): within 10 float32 ulps)
         agree(S.expit(x), sp.expit(x.astype(np.float64)).astype(np.float32), rtol=1.2e-6, atol=1e-37)
         a, b = x[:, None], x[None, :60]

@@ -92,7 +92,7 @@ LAZY: dict[str, tuple[str, ...]] = {
     "pooling": ("avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d"),
     "padding": ("pad",),
     "attention": ("scaled_dot_product_attention",),
-    "norms": ("batch_norm", "group_norm"),
+    "norms": ("batch_norm", "group_norm", "layer_norm"),
     "linalg": ("cholesky", "cofactor", "det", "eigh", "inv", "lstsq", "norm", "pinv", "qr", "slogdet", "solve", "svd"),
     "special": ("betaln", "digamma", "erfinv", "gammaln", "log_ndtr", "logit", "ndtr", "polygamma", "xlog1py",
                 "xlogy", "i0e", "i1e"),

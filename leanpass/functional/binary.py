@@ -279,16 +279,32 @@ def matmul(x: Any, y: Any, need: Need = BOTH) -> tuple[Any, Any]:
            [4., 4., 4.]]))
     """
     try:
-        ans = x @ y
+        ans = x @ y if getattr(x, "ndim", 0) < 3 else _product(x, y)
     except ValueError:
         raise ValueError(_matmul_message(np.shape(x), np.shape(y))) from None
     return ans, partial(_matmul_vjp, x, y, need)
+
+
+def _rows(a: Any) -> Any:
+    """``a`` as a matrix of its last axis: ``(prod(leading axes), last)`` (explicit: no -1 to work out)."""
+    return a.reshape((math.prod(a.shape[:-1]), a.shape[-1]))
+
+
+def _product(x: Any, y: Any) -> Any:
+    """``x @ y``; an N-D ``x`` times a matrix ``y`` as one 2-D product of ``x``'s rows (NumPy runs one
+    product per leading index instead)."""
+    if y.ndim == 2 and x.ndim > 2 and x.shape[-1] == y.shape[0]:
+        return (_rows(x) @ y).reshape(x.shape[:-1] + y.shape[1:])
+    return x @ y
 
 
 def _matmul_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
     xnd, ynd = x.ndim, y.ndim
     if xnd == 2 and ynd == 2:  # the common case, kept short
         return (g @ y.T if need[0] else None, x.T @ g if need[1] else None)
+    if ynd == 2 and xnd > 2:  # a layer on N-D input: one 2-D product each (no stack of (in, out) products)
+        g2 = _rows(g)
+        return ((g2 @ y.T).reshape(x.shape) if need[0] else None, _rows(x).T @ g2 if need[1] else None)
     if xnd == 1 and ynd == 1:
         return (g * y if need[0] else None, g * x if need[1] else None)
     x2 = x.reshape((1,) + x.shape) if xnd == 1 else x
@@ -305,7 +321,7 @@ def _matmul_vjp(x: Any, y: Any, need: Need, g: Any) -> tuple[Any, Any]:
 
 def _matmul_jvp(ts: Tangents, ans: Any, x: Any, y: Any) -> Any:
     tx, ty = ts
-    return total(None if tx is None else tx @ y, None if ty is None else x @ ty)
+    return total(None if tx is None else _product(tx, y), None if ty is None else _product(x, ty))
 
 
 op("@", matmul, jvp=_matmul_jvp, need=True, keeps=("x", "y"), numpy=(np.matmul,))
@@ -323,7 +339,7 @@ def linear(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool] = (True, True, 
     (array([3., 4., 5., 6.]), array([2., 2., 2., 2.]))
     """
     try:
-        out = x @ w
+        out = x @ w if getattr(x, "ndim", 0) < 3 else _product(x, w)
     except ValueError:
         raise ValueError(_matmul_message(np.shape(x), np.shape(w))) from None
     if type(out) is np.ndarray and type(b) is np.ndarray and b.dtype is out.dtype and b.shape == out.shape[-1:]:
@@ -343,14 +359,14 @@ def _linear_vjp(x: Any, w: Any, b: Any, need: tuple[bool, bool, bool], g: Any) -
     gx, gw = _matmul_vjp(x, w, (need[0], need[1]), g)  # (g has the product's shape)
     if not need[2]:
         return gx, gw, None
-    if type(g) is np.ndarray and g.ndim == 2 and type(b) is np.ndarray and b.shape == g.shape[1:]:
-        return gx, gw, _add_reduce(g, 0)  # (g.sum(axis=0) without ndarray.sum's Python wrapper)
+    if type(g) is np.ndarray and g.ndim >= 2 and type(b) is np.ndarray and b.shape == g.shape[-1:]:
+        return gx, gw, _add_reduce(_rows(g), 0)  # (g.sum over its rows without ndarray.sum's Python wrapper)
     return gx, gw, unbroadcast(g, b)
 
 
 def _linear_jvp(ts: Tangents, ans: Any, x: Any, w: Any, b: Any) -> Any:
     tx, tw, tb = ts
-    return total(None if tx is None else tx @ w, None if tw is None else x @ tw, tb)
+    return total(None if tx is None else _product(tx, w), None if tw is None else _product(x, tw), tb)
 
 
 op("linear", linear, jvp=_linear_jvp, need=True, keeps=("x", "w", "b"))

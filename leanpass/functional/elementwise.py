@@ -36,6 +36,7 @@ import numpy as np
 
 from . import _lift
 from ._broadcast import unbroadcast
+from ._erf import erf_values, erfc_values
 from ._lift import as_dtype_of, in_dtype_of
 from ._registry import REGISTRY, op
 from ._tangent import from_derivatives
@@ -108,60 +109,17 @@ def _sinc_derivative(x: Any, ans: Any) -> Any:
 
 
 def _erf(x: Any) -> Any:
-    """The error function in NumPy (see ``_erfc_pair``): ``erf(x) = 2/sqrt(pi) int_0^x exp(-t^2) dt``."""
-    if _lift.is_tensor(x):  # a replayed backward pass: record one op, not the series
+    """The error function in NumPy (see ``_erf.py``): ``erf(x) = 2/sqrt(pi) int_0^x exp(-t^2) dt``."""
+    if _lift.is_tensor(x):  # a replayed backward pass: record one op, not the kernel
         return _lift.apply(erf, "erf", x)  # type: ignore[misc]
-    if _narrow(x):  # (in float64, rounded once: 1 - erf cancels 40 float32 ulps away near 1.5)
-        return _erf(x.astype(np.float64)).astype(x.dtype)
-    small, large = _erfc_pair(x)
-    return np.where(np.abs(x) < 1.5, small, np.sign(x) * (1.0 - large))
+    return erf_values(x)
 
 
 def _erfc(x: Any) -> Any:
     """``1 - erf(x)``, accurate also where it is tiny (large ``x``)."""
     if _lift.is_tensor(x):
         return _lift.apply(erfc, "erfc", x)  # type: ignore[misc]
-    if _narrow(x):
-        return _erfc(x.astype(np.float64)).astype(x.dtype)
-    small, large = _erfc_pair(x)
-    return np.where(np.abs(x) < 1.5, 1.0 - small, np.where(x > 0, large, 2.0 - large))
-
-
-def _narrow(x: Any) -> bool:
-    """Whether ``x`` is an array of a float narrower than float64 (computed in float64 and cast back)."""
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and dtype.kind == "f" and dtype.itemsize < 8
-
-
-def _erfc_pair(x: Any) -> tuple[Any, Any]:
-    """``erf(x)`` for ``|x| < 1.5`` and ``erfc(|x|)`` for ``|x| >= 1.5``, each from a series that
-    needs no cancellation:
-
-    - ``erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (1 * 3 * ... * (2n+1))`` (positive terms;
-      40 terms reach float64 precision for ``|x| < 1.5``);
-    - ``erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))`` (the continued
-      fraction, evaluated from a fixed depth of 100, is exact to float64 for ``x >= 1.5``).
-    """
-    a = np.abs(x)
-    s = np.minimum(a, 1.5) * np.sign(x)  # each region sees only inputs it is accurate for
-    s2 = s * s
-    term = s
-    total = s
-    for n in range(1, 40):
-        term = term * (2.0 * s2 / (2 * n + 1))
-        total = total + term
-    small = _TWO_OVER_SQRT_PI * np.exp(-s2) * total
-    b = np.maximum(a, 1.5)
-    frac = b
-    for k in range(100, 0, -1):
-        frac = b + (k / 2) / frac
-    # exp(-b**2) with b = hi + lo, hi a multiple of 1/16 (hi**2 exact): the rounding of b**2 would
-    # cost erfc's tail b**2 ulps (5e-14 relative at b = 25)
-    # (b capped at 30, where erfc has long underflowed to 0, so that inf gives 0, not inf - inf)
-    c = np.minimum(b, 30.0)
-    hi = np.round(c * 16) / 16
-    large = np.exp(-hi * hi) * np.exp(-(c - hi) * (c + hi)) / (math.sqrt(math.pi) * frac)
-    return small, large
+    return erfc_values(x)
 
 
 _BOTH = (True, True)

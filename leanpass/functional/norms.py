@@ -1,4 +1,5 @@
-"""Normalisation with the batch's statistics: ``batch_norm`` and ``group_norm``. Each returns ``(ans, vjp)``.
+"""Normalisation: ``batch_norm`` and ``group_norm`` with the batch's statistics, ``layer_norm`` with each
+row's. Each returns ``(ans, vjp)``.
 
 Both normalise ``x`` over some axes to mean 0 and (biased) variance 1, then scale and shift per
 channel. With ``x̂ = (x - mean) / σ`` and ``ĝ = g * weight`` the input's cotangent is
@@ -19,12 +20,15 @@ from __future__ import annotations
 
 import math
 import threading
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from . import _lift
 from ._registry import op
-from ._scratch import buffer, float_arrays
+from ._scratch import buffer, float_arrays, float_arrays_or_traced, like
+from ._scratch import work as scratch
 
 
 def _mean(x: Any, axes: tuple[int, ...]) -> Any:
@@ -248,3 +252,146 @@ def _group_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, num_groups: int, weig
 
 
 op("group_norm", group_norm, jvp=_group_norm_jvp, keeps=("weight", "bias", "work"))
+
+
+def layer_norm(x: Any, weight: Any = None, bias: Any = None, shape: tuple[int, ...] = (), eps: float = 1e-5
+               ) -> tuple[Any, Any]:
+    """Normalise ``x`` over its last ``len(shape)`` axes (which must be ``shape``), then scale by ``weight`` and
+    shift by ``bias`` (each of ``shape``, or None): ``torch.nn.functional.layer_norm(x, shape, weight, bias, eps)``.
+
+    One op: the forward keeps ``x`` (the caller holds it anyway), each row's mean and ``1/σ``, and the
+    backward recomputes ``x̂`` from them. Row sums are products with a vector of ones (BLAS reads a row
+    faster than NumPy reduces a short last axis). On Tensors (a backward pass differentiated again) the
+    statistics and the VJP are recorded ops, so every order works.
+
+    >>> ans, vjp = layer_norm(np.array([[1.0, 2.0, 3.0]]), None, None, (3,), eps=0.0)
+    >>> ans.round(4)
+    array([[-1.2247,  0.    ,  1.2247]])
+    >>> vjp(np.array([[1.0, 0.0, 0.0]]))[0].round(4)
+    array([[ 0.2041, -0.4082,  0.2041]])
+    """
+    shape = tuple(shape)
+    n = math.prod(shape)
+    if tuple(np.shape(x)[np.ndim(x) - len(shape):]) != shape or np.ndim(x) < len(shape):
+        raise ValueError(f"layer_norm: normalized_shape {shape} must be the last axes of the input, whose shape "
+                         f"is {np.shape(x)}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(np.shape(p)) != shape:
+            raise ValueError(f"layer_norm: {name} must have the normalized shape {shape}, got {np.shape(p)}")
+    if _lift.is_tensor(x) or _lift.is_tensor(weight) or _lift.is_tensor(bias):
+        ans = _lift.apply(layer_norm, "layer_norm", x, weight, bias, shape, eps)  # type: ignore[misc]
+        mean, rstd = _row_statistics(x, n, eps)
+        return ans, partial(_layer_norm_vjp, x, weight, bias, mean, rstd, n)
+    rows = np.reshape(x, _rows_shape(x, n))
+    ones = np.ones(n, rows.dtype)
+    mean = np.reshape(rows @ ones, (-1, 1))
+    mean *= 1.0 / max(n, 1)
+    centred = rows - mean  # (becomes the output)
+    square = np.multiply(centred, centred, out=buffer("layer_norm.square", centred.shape, centred.dtype)
+                         if float_arrays(centred) else None)
+    var = np.reshape(square @ ones, (-1, 1))
+    var *= 1.0 / max(n, 1)
+    var += eps
+    rstd = np.sqrt(var, out=var)
+    np.divide(1.0, rstd, out=rstd)
+    centred *= rstd
+    if weight is not None:
+        centred *= np.reshape(weight, (1, n))
+    if bias is not None:
+        centred += np.reshape(bias, (1, n))
+    return np.reshape(centred, np.shape(x)), partial(_layer_norm_vjp, x, weight, bias, mean, rstd, n)
+
+
+def _rows_shape(x: Any, n: int) -> tuple[int, int]:
+    """``x`` as rows of its last ``n`` values (explicit sizes: -1 cannot be worked out for no values)."""
+    return int(np.size(x)) // n if n else math.prod(np.shape(x)[:-1]), n
+
+
+def _row_statistics(x: Any, n: int, eps: float) -> tuple[Any, Any]:
+    """Each row's mean and ``1 / sqrt(var + eps)`` (rows of the last ``n`` values), as ``(rows, 1)`` columns,
+    written with NumPy functions (on Tensors: recorded)."""
+    rows = np.reshape(x, _rows_shape(x, n))
+    mean = np.sum(rows, axis=1, keepdims=True) / max(n, 1)
+    centred = rows - mean
+    var = np.sum(centred * centred, axis=1, keepdims=True) / max(n, 1)
+    return mean, 1.0 / np.sqrt(var + eps)
+
+
+def _layer_norm_vjp(x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, n: int, g: Any) -> tuple[Any, ...]:
+    """``gx = (ĝ - mean(ĝ) - x̂ mean(ĝ x̂)) / σ`` with ``ĝ = g weight``; ``weight`` gets ``sum(g x̂)`` and
+    ``bias`` ``sum(g)`` over the rows. Sums are products with vectors of ones; NumPy functions only."""
+    rows = np.reshape(x, _rows_shape(x, n))
+    g2 = np.reshape(g, np.shape(rows))
+    if float_arrays_or_traced(rows, g2, mean) and (weight is None or float_arrays_or_traced(rows, weight)):
+        return _layer_norm_vjp_arrays(x, rows, g2, weight, bias, mean, rstd, n)  # (under jit too: its bits)
+    xhat = (rows - mean) * rstd
+    m = np.shape(rows)[0]
+    ones_m = np.ones(m, getattr(rows, "dtype", np.float64))
+    ones_n = np.ones(n, getattr(rows, "dtype", np.float64))
+    gw = None if weight is None else np.reshape(ones_m @ (g2 * xhat), np.shape(weight))
+    gb = None if bias is None else np.reshape(ones_m @ g2, np.shape(bias))
+    gh = g2 if weight is None else g2 * np.reshape(weight, (1, n))
+    inv_n = 1.0 / max(n, 1)
+    mean_gh = np.reshape(gh @ ones_n, (-1, 1)) * inv_n
+    mean_ghx = np.reshape((gh * xhat) @ ones_n, (-1, 1)) * inv_n
+    gx = (gh - mean_gh - xhat * mean_ghx) * rstd
+    return np.reshape(gx, np.shape(x)), gw, gb, None, None
+
+
+def _layer_norm_vjp_arrays(x: Any, rows: Any, g2: Any, weight: Any, bias: Any, mean: Any, rstd: Any,
+                           n: int) -> tuple[Any, ...]:
+    """``_layer_norm_vjp`` on plain arrays, with ``x̂ = (x - mean) / σ`` expanded so that no ``x̂`` is formed:
+    ``gx = ĝ / σ - x c1 + c0`` with per-row ``c1 = mean(ĝ x̂) / σ²`` and ``c0 = mean c1 - mean(ĝ) / σ``, from
+    row sums of ``ĝ`` and ``ĝ x``; ``weight``'s cotangent is ``(1/σ)ᵀ (g x) - (mean / σ)ᵀ g``. Row and column
+    sums are products with vectors; the one temporary is a reused buffer."""
+    m = rows.shape[0]
+    work = scratch("layer_norm.work", rows.shape, rows.dtype, like(rows, g2))
+    r = np.reshape(rstd, (m,))
+    gw = gb = None
+    if weight is not None:
+        gx_ = np.multiply(g2, rows, out=work)
+        gw = np.reshape(r @ gx_ - (np.reshape(mean, (m,)) * r) @ g2, np.shape(weight))
+    if bias is not None:
+        gb = np.reshape(np.ones(m, rows.dtype) @ g2, np.shape(bias))
+    gh = g2 * np.reshape(weight, (1, n)) if weight is not None else g2 * rstd  # (becomes the input's cotangent)
+    ones_n = np.ones(n, rows.dtype)
+    inv_n = 1.0 / max(n, 1)
+    sum_gh = np.reshape(gh @ ones_n, (m, 1))  # (of g w, or of g / σ without a weight)
+    sum_ghx = np.reshape(np.multiply(gh, rows, out=work) @ ones_n, (m, 1))
+    if weight is not None:
+        gh *= rstd
+        sum_gh *= rstd
+        sum_ghx *= rstd
+    # the sums are of ĝ / σ and ĝ x / σ (ĝ = g w): c1 = mean(ĝ x̂) / σ² = (mean(ĝ x) - mean mean(ĝ)) / σ³
+    c1 = (sum_ghx - mean * sum_gh) * inv_n
+    c1 *= rstd * rstd
+    c0 = mean * c1 - sum_gh * inv_n
+    gh -= np.multiply(rows, c1, out=work)
+    gh += c0
+    return np.reshape(gh, np.shape(x)), gw, gb, None, None
+
+
+def _layer_norm_jvp(ts: tuple[Any, ...], ans: Any, x: Any, weight: Any = None, bias: Any = None,
+                    shape: tuple[int, ...] = (), eps: float = 1e-5) -> Any:
+    """``(t - mean(t) - x̂ mean(t x̂)) / σ * weight + x̂ t_weight + t_bias`` (the normalisation's Jacobian
+    is symmetric: the VJP's formula on the tangent)."""
+    tx, tw, tb = (*ts, None, None)[:3]
+    n = math.prod(tuple(shape))
+    mean, rstd = _row_statistics(x, n, eps)
+    xhat = (np.reshape(x, _rows_shape(x, n)) - mean) * rstd
+    out = None
+    if tx is not None:
+        t2 = np.reshape(tx, np.shape(xhat))
+        out = (t2 - np.mean(t2, axis=1, keepdims=True) - xhat * np.mean(t2 * xhat, axis=1, keepdims=True)) * rstd
+        if weight is not None:
+            out = out * np.reshape(weight, (1, n))
+    if tw is not None:
+        term = xhat * np.reshape(tw, (1, n))
+        out = term if out is None else out + term
+    if tb is not None:
+        term = np.broadcast_to(np.reshape(tb, (1, n)), np.shape(xhat))
+        out = term if out is None else out + term
+    return None if out is None else np.reshape(out, np.shape(x))
+
+
+op("layer_norm", layer_norm, jvp=_layer_norm_jvp, keeps=("x", "weight", "bias", "work"))

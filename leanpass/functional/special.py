@@ -13,9 +13,8 @@ How the values are computed (float64 precision over the whole real line, checked
 - ``gammaln``, ``digamma``, ``polygamma``: the asymptotic (Stirling) series at ``x >= 10 + n``,
   reached by the recurrence ``x -> x + 1`` a fixed number of times, and the reflection formula
   for ``x < 0``; ``gammaln`` near its zeros 1 and 2 by its Taylor series (``zeta`` values).
-- ``erf`` / ``erfc``: the series ``exp(-x**2) sum 2**n x**(2n+1) / (2n+1)!!`` (no cancellation)
-  for ``|x| < 1.5``, Laplace's continued fraction beyond, with ``exp(-x**2)`` split so that it
-  keeps its relative precision far in the tail.
+- ``erf`` / ``erfc`` (``ndtr``, ``log_ndtr``): the fitted approximations of ``_erf.py``, with
+  ``exp(-x**2)`` split so that the tail keeps its relative precision down to the subnormals.
 - ``erfinv``: Halley's iteration on ``erf`` (on ``erfc`` in the tails) from a rough start.
 
 No value decides how many NumPy calls run (fixed series lengths, branches by ``np.where``), so
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ._broadcast import unbroadcast
+from ._erf import erf_values, erfc_values, log_erfc_tail
 from ._lift import in_dtype_of, weak
 from ._registry import op
 
@@ -187,63 +187,19 @@ def _polygamma_values(x: Any, n: int) -> Any:
         return np.where(np.isnan(x), np.nan, out)
 
 
-# ----- erf, erfc, erfinv --------------------------------------------------------------------------
-_ERF_SERIES = 40  # terms of the series below 1.5
-_ERFC_FRACTION = 80  # levels of the continued fraction from 1.5
-
-
-def _exp_minus_square(x: Any) -> Any:
-    """``exp(-x**2)`` without the rounding of ``x**2`` (x = hi + lo, hi a multiple of 1/16)."""
-    hi = np.round(x * 16) / 16
-    lo = x - hi
-    return np.exp(-hi * hi) * np.exp(-lo * (x + hi))
-
-
-def _erf_series(x: Any) -> Any:
-    x2 = x * x
-    term = x
-    total = x
-    for k in range(_ERF_SERIES):
-        term = term * (2 * x2) / (2 * k + 3)
-        total = total + term
-    return 2 / _SQRT_PI * np.exp(-x2) * total
-
-
-def _erfc_fraction(ax: Any) -> Any:
-    """``sqrt(pi) erfc(ax) exp(ax**2)`` for ``ax >= 1.5``: Laplace's continued fraction, 1 / t."""
-    a = np.maximum(ax, 1.5)
-    t = a
-    for k in range(_ERFC_FRACTION, 0, -1):
-        t = a + (k / 2) / t
-    return t
-
-
+# ----- erf, erfc, erfinv (the kernels of _erf.py) -------------------------------------------------------
 def _erf_pair(x: Any) -> tuple[Any, Any]:
-    """``(erf(x), erfc(x))``, each to its own relative precision, from one series and one fraction."""
+    """``(erf(x), erfc(x))``, each to its own relative precision."""
     x = _float(x)
-    ax = np.abs(x)
-    inner = np.where(ax < 1.5, x, 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        tail = _exp_minus_square(np.minimum(ax, 30.0)) / (_SQRT_PI * _erfc_fraction(ax))
-        tail = np.where(ax > 27.5, 0.0, tail)  # erfc(|x|) for |x| >= 1.5 (0 beyond the subnormals)
-        series = _erf_series(inner)  # erf(x) for |x| < 1.5
-        near, nan = ax < 1.5, np.isnan(x)
-        erf = np.where(near, series, np.where(nan, np.nan, np.where(x < 0, tail - 1, 1 - tail)))
-        erfc = np.where(near, 1 - series, np.where(nan, np.nan, np.where(x < 0, 2 - tail, tail)))
-        return erf, erfc
-
-
-def _erfc_values(x: Any) -> Any:
-    return _erf_pair(x)[1]
+    return erf_values(x), erfc_values(x)
 
 
 def log_erfc_values(x: Any) -> Any:
     """``log(erfc(x))``, finite far into the right tail (where ``erfc`` underflows)."""
     x = _float(x)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        big = np.maximum(x, 1.5)
-        far = -big * big - np.log(_SQRT_PI * _erfc_fraction(big))
-        return np.where(x > 5, far, np.log(_erfc_values(np.minimum(x, 5.0))))
+        far = log_erfc_tail(np.maximum(x, 5.0))
+        return np.where(x > 5, far, np.log(erfc_values(np.minimum(x, 5.0))))
 
 
 def _erfinv_values(y: Any) -> Any:
@@ -274,15 +230,8 @@ _SQRT_HALF = math.sqrt(0.5)
 
 
 def _erfc_scaled(x: Any) -> Any:
-    """``erfc(x / sqrt(2))``, with its tail's ``exp(-x**2 / 2)`` split as in ``_exp_minus_square`` from
-    ``x`` itself: the rounding of ``x / sqrt(2)`` would cost ``x**2`` ulps (5e-14 at x = 33)."""
-    a = x * _SQRT_HALF
-    with np.errstate(over="ignore", invalid="ignore"):
-        ax = np.minimum(np.abs(x), 42.0)  # (beyond, erfc has long underflowed to 0)
-        hi = np.round(ax * 16) / 16
-        tail = (np.exp(-0.5 * hi * hi) * np.exp(-0.5 * (ax - hi) * (ax + hi))
-                / (_SQRT_PI * _erfc_fraction(ax * _SQRT_HALF)))
-        return np.where(np.abs(a) >= 1.5, np.where(x < 0, 2 - tail, tail), _erfc_values(a))
+    """``erfc(x / sqrt(2))``, its tail's ``exp(-x**2 / 2)`` taken from ``x`` itself (see ``_erf.erfc_values``)."""
+    return erfc_values(x, _SQRT_HALF)
 
 
 def _log_ndtr_values(x: Any) -> Any:
@@ -294,7 +243,7 @@ def _log_ndtr_values(x: Any) -> Any:
 
 
 def _ndtr_values(x: Any) -> Any:
-    return 0.5 * _erfc_scaled(-_float(x))
+    return 0.5 * erfc_values(_float(x), -_SQRT_HALF)
 
 
 def _logit_values(p: Any) -> Any:

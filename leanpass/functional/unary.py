@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from . import _lift
 from ._broadcast import unbroadcast
-from ._lift import weak
+from ._erf import gelu_values
+from ._lift import is_tensor, weak
 from ._registry import op
 
 Tangents = tuple[Any, ...]  # a forward-mode rule's tangents, one per input (see _tangent.py)
@@ -344,24 +346,59 @@ op("leaky_relu", leaky_relu, jvp=_leaky_relu_jvp, keeps=("work",))
 
 
 _GELU_C = float(np.sqrt(2.0 / np.pi))
+_INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)
+_GELU_FAR = 50.0  # beyond +-50, x φ(x) is 0 in float64 (the bound keeps inf * 0 out of a replayed slope)
 
 
-def gelu(x: Any) -> tuple[Any, Any]:
-    """GELU, tanh approximation: ``0.5 * x * (1 + tanh(c * (x + 0.044715 x**3)))``, c = sqrt(2/pi).
+def gelu(x: Any, approximate: str = "tanh") -> tuple[Any, Any]:
+    """GELU, ``x Φ(x)``: exact with ``approximate="none"`` (PyTorch's default), or its tanh approximation
+    ``0.5 * x * (1 + tanh(c * (x + 0.044715 x**3)))``, c = sqrt(2/pi) (``"tanh"``, GPT-2's).
 
-    Beyond +-10 the tanh has saturated to +-1 in float32 and float64, so it is computed from
+    Exact: ``Φ`` from one fitted kernel (``_erf.gelu_values``) that also gives the slope
+    ``Φ(x) + x φ(x)``, which the VJP keeps (one array; the backward pass is one multiply).
+
+    Tanh: beyond +-10 the tanh has saturated to +-1 in float32 and float64, so it is computed from
     ``x`` clipped to [-10, 10] (the same values, with no ``x**3`` overflowing to ``inf``), the
     value below -10 is 0, and the slope's ``x**3 * (1 - t**2)`` term is 0 (at ``+-inf``,
-    ``inf * 0``, whose limit is 0): finite at every order.
+    ``inf * 0``, whose limit is 0): finite at every order. Both give the limits 0 at ``-inf``
+    and ``inf`` at ``inf``.
 
     >>> gelu(np.array([0.0, 1.0]))[0].round(4)
     array([0.    , 0.8412])
+    >>> gelu(np.array([-1.0, 1.0]), approximate="none")[0].round(4)
+    array([-0.1587,  0.8413])
     >>> gelu(np.array([-np.inf, np.inf]))[1](np.ones(2))
     (array([0., 1.]),)
     """
+    if approximate == "none":
+        if is_tensor(x):  # a differentiable backward pass replays the op: record it, and a slope of Tensor ops
+            return _lift.apply(gelu, "gelu", x, approximate), partial(_gelu_replayed_vjp, x)  # type: ignore[misc]
+        ans, slope = gelu_values(x)
+        return ans, MethodType(_gelu_exact_vjp, slope)
+    if approximate != "tanh":
+        raise ValueError(f"gelu: approximate must be 'none' (exact, x * Phi(x)) or 'tanh', got {approximate!r}")
     xc = np.clip(x, weak(-10, x), weak(10, x))
     t = np.tanh(weak(_GELU_C, x) * (xc + weak(0.044715, x) * xc * xc * xc))
     return weak(0.5, x) * np.where(x < -10, weak(0, x), x) * (weak(1, t) + t), partial(_gelu_vjp, x, t)
+
+
+def _gelu_exact_vjp(slope: Any, g: Any) -> tuple[Any]:
+    return (g * slope,)
+
+
+def _gelu_exact_slope(x: Any) -> Any:
+    """``Φ(x) + x φ(x)``: from the kernel on arrays, from recorded ops on Tensors (a derivative of the slope)."""
+    if not is_tensor(x):
+        return gelu_values(x)[1]
+    from .special import ndtr  # (a family that loads on first use)
+
+    xc = np.clip(x, weak(-_GELU_FAR, x), weak(_GELU_FAR, x))
+    density = np.exp(weak(-0.5, x) * xc * xc) * weak(_INV_SQRT_2PI, x)
+    return ndtr(x)[0] + xc * density
+
+
+def _gelu_replayed_vjp(x: Any, g: Any) -> tuple[Any]:
+    return (g * _gelu_exact_slope(x),)
 
 
 def _gelu_vjp(x: Any, t: Any, g: Any) -> tuple[Any]:
@@ -369,14 +406,16 @@ def _gelu_vjp(x: Any, t: Any, g: Any) -> tuple[Any]:
 
 
 def _gelu_slope(x: Any, t: Any) -> Any:
-    """gelu'(x), given ``t``, the tanh of the forward."""
+    """gelu'(x) (tanh), given ``t``, the tanh of the forward."""
     one, half = weak(1, t), weak(0.5, t)
     xs = np.where(np.abs(x) > 10, weak(0, x), x)  # where 1 - t**2 is 0 (x**3 would be inf at +-inf)
     dt = (one - t * t) * weak(_GELU_C, t) * (one + weak(3 * 0.044715, x) * xs * xs)
     return half * (one + t) + half * xs * dt
 
 
-def _gelu_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
+def _gelu_jvp(ts: Tangents, ans: Any, x: Any, approximate: str = "tanh") -> Any:
+    if approximate == "none":
+        return ts[0] * _gelu_exact_slope(x)
     xc = np.clip(x, weak(-10, x), weak(10, x))
     return ts[0] * _gelu_slope(x, np.tanh(weak(_GELU_C, x) * (xc + weak(0.044715, x) * xc * xc * xc)))
 

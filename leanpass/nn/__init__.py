@@ -48,6 +48,7 @@ from .layers import (
     Sequential,
     dropout,
     gelu,
+    gelu_exact,
     identity,
     leaky_relu,
     relu,
@@ -59,7 +60,7 @@ from .module import Module, param_count, trainable
 
 __all__ = [
     "Module", "Linear", "MLP", "Sequential", "Embedding", "LayerNorm", "Dropout",
-    "relu", "tanh", "sigmoid", "gelu", "leaky_relu", "softplus", "identity", "ACTIVATIONS",
+    "relu", "tanh", "sigmoid", "gelu", "gelu_exact", "leaky_relu", "softplus", "identity", "ACTIVATIONS",
     "he_normal", "he_uniform", "glorot_normal", "glorot_uniform", "xavier_normal", "xavier_uniform",
     "zeros", "param_count", "trainable", "dropout", "scaled_dot_product_attention",
     "kaiming_normal", "kaiming_uniform", "normal", "orthogonal", "fan_in_uniform",

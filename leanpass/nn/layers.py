@@ -22,6 +22,7 @@ from ..core.tree import register_pytree, set_child_names
 from ..functional import _lift
 from ..numpy import basics
 from ..numpy.basics import gelu, leaky_relu, relu, sigmoid, softplus, tanh
+from ..numpy.convolution import layer_norm
 from .init import _initialiser, zeros
 from .module import (
     DTypeLike,
@@ -39,7 +40,7 @@ from .module import (
 )
 
 __all__ = ["Linear", "MLP", "Sequential", "Embedding", "LayerNorm", "Dropout", "dropout",
-           "relu", "tanh", "sigmoid", "gelu", "leaky_relu", "softplus", "identity", "ACTIVATIONS"]
+           "relu", "tanh", "sigmoid", "gelu", "gelu_exact", "leaky_relu", "softplus", "identity", "ACTIVATIONS"]
 
 
 # ----- activations (plain functions) ------------------------------------------------------------
@@ -53,9 +54,19 @@ def identity(x: ArrayLike) -> Any:
     return x
 
 
+def gelu_exact(x: ArrayLike) -> Tensor:
+    """The exact GELU, ``x * Φ(x)``: ``lp.gelu(x, approximate="none")``, PyTorch's ``torch.nn.GELU()``
+    (``"gelu"`` names the tanh approximation, ``lp.gelu``'s default).
+
+    >>> gelu_exact(Tensor([1.0]))
+    Tensor([0.84134475])
+    """
+    return gelu(x, approximate="none")
+
+
 # The activations a module can name (and a checkpoint can store) by string.
 ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
-    f.__name__: f for f in (relu, tanh, sigmoid, gelu, leaky_relu, softplus, identity)
+    f.__name__: f for f in (relu, tanh, sigmoid, gelu, gelu_exact, leaky_relu, softplus, identity)
 }
 
 
@@ -175,7 +186,7 @@ class MLP(Module):
             rng = _source(rng, dtype, "MLP")[0]  # (one generator for all the layers, from an int seed too)
         name = _activation_name(activation)
         if init is None and rng is not None:
-            init = "he" if name in ("relu", "leaky_relu", "gelu") else "glorot"
+            init = "he" if name in ("relu", "leaky_relu", "gelu", "gelu_exact") else "glorot"
         layers = tuple(Linear(a, b, rng=rng, init=init, dtype=dtype) for a, b in zip(sizes[:-1], sizes[1:]))
         _set(self, layers=layers, activation=name)
 
@@ -329,6 +340,26 @@ class Embedding(Module):
             raise IndexError(f"Embedding: indices must be in [0, {n}); got values from {idx.min()} to {idx.max()}")
         return basics.take(self.weight, idx, axis=0)
 
+    def attend(self, x: ArrayLike) -> Tensor:
+        """``x @ weight.T``: the table used as an output layer (as flax's ``Embed.attend``), for tied weights.
+
+        A language model whose output layer is its token embedding calls ``embed(tokens)`` at the
+        start and ``embed.attend(h)`` at the end: one parameter, used twice, whose gradient is the
+        total of both uses (through ``leanpass.grad`` and ``.backward()`` alike). ``x`` has shape
+        ``(..., dim)``; the result ``(..., num_embeddings)``, one score per row of the table.
+
+        >>> emb = Embedding(5, 3, rng=0)
+        >>> emb.attend(np.ones((2, 4, 3))).shape
+        (2, 4, 5)
+        """
+        w = self.weight
+        x = _as_input(x, w._data.dtype if type(w) is Tensor else w.dtype)
+        shape = np.shape(x._data if type(x) is Tensor else x)
+        d = _leaf_shape(w)[1]
+        if shape[-1:] != (d,):
+            raise _width_error(self, x, d, ValueError(f"attend: input of shape {shape}"))
+        return basics.matmul(x, basics.transpose(w))
+
     def _summary(self) -> str:
         n, d = _leaf_shape(self.weight)
         return f"Embedding({n}, {d}, dtype={_leaf_dtype(self.weight)})"
@@ -338,34 +369,39 @@ class Embedding(Module):
 class LayerNorm(Module):
     """Normalise the last axis to mean 0 and variance 1, then scale by ``weight`` and shift by ``bias``.
 
+    One op (``lp.layer_norm``), as ``torch.nn.LayerNorm(dim, eps, bias=...)``: ``bias=False`` leaves the
+    shift out (``self.bias`` is None).
+
     >>> ln = LayerNorm(3)
     >>> y = ln(np.array([[1.0, 2.0, 3.0]]))
     >>> np.round(y.numpy(), 4)
     array([[-1.2247,  0.    ,  1.2247]], dtype=float32)
+    >>> LayerNorm(3, bias=False)
+    LayerNorm(3, eps=1e-05, bias=False, dtype=float32)
     """
 
     weight: Any
-    bias: Any
+    bias: Any = None
     eps: float = 1e-5
     _static: ClassVar[tuple[str, ...]] = ("eps",)
 
-    def __init__(self, dim: int, *, eps: float = 1e-5, dtype: DTypeLike = np.float32) -> None:
+    def __init__(self, dim: int, *, eps: float = 1e-5, bias: bool = True, dtype: DTypeLike = np.float32) -> None:
         dt = _float_dtype(dtype, "LayerNorm")
         n = _size(dim, "dim", "LayerNorm")
-        _set(self, weight=Tensor(np.ones(n, dtype=dt)), bias=Tensor(np.zeros(n, dtype=dt)), eps=float(eps))
+        _set(self, weight=Tensor(np.ones(n, dtype=dt)), bias=Tensor(np.zeros(n, dtype=dt)) if bias else None,
+             eps=float(eps))
 
     def __call__(self, x: ArrayLike) -> Tensor:
         """Normalise ``x`` of shape ``(..., dim)`` over its last axis."""
         x = _as_input(x, self.weight.dtype)
-        mu = basics.mean(x, axis=-1, keepdims=True)
-        var = basics.var(x, axis=-1, keepdims=True)
-        try:
-            return (x - mu) / basics.sqrt(var + self.eps) * self.weight + self.bias
-        except ValueError as e:
-            raise _width_error(self, x, _leaf_shape(self.weight)[0], e) from None
+        n = _leaf_shape(self.weight)[0]
+        if np.shape(x)[-1:] != (n,):
+            raise _width_error(self, x, n, ValueError("layer_norm: the last axis does not match")) from None
+        return layer_norm(x, (n,), self.weight, self.bias, self.eps)
 
     def _summary(self) -> str:
-        return f"LayerNorm({_leaf_shape(self.weight)[0]}, eps={self.eps:g}, dtype={_leaf_dtype(self.weight)})"
+        extra = "" if self.bias is not None else ", bias=False"
+        return f"LayerNorm({_leaf_shape(self.weight)[0]}, eps={self.eps:g}{extra}, dtype={_leaf_dtype(self.weight)})"
 
 
 def _width_error(module: Module, x: Any, width: int, err: ValueError) -> ValueError:

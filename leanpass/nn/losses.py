@@ -96,7 +96,7 @@ def mse(pred: ArrayLike, target: ArrayLike, reduction: str = "mean") -> Tensor:
 
 
 def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
+                  label_smoothing: float = 0.0, ignore_index: int | None = None) -> Tensor:
     """Softmax cross-entropy of ``logits`` (shape ``(..., classes)``) against ``labels``.
 
     ``labels`` are either integer class indices (shape ``logits.shape[:-1]``) or probabilities
@@ -116,9 +116,19 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean",
 
     >>> cross_entropy(Tensor([[0.0, 1000.0]]), np.array([1]), label_smoothing=0.2)
     Tensor(100.)
+
+    ``ignore_index`` (as in PyTorch; for example ``-1`` for padding) skips the examples whose
+    integer label equals it: they add nothing to the loss nor to the gradient, ``"mean"``
+    averages over the other examples only, and ``"none"`` gives them a loss of 0. With every
+    label ignored the mean is ``nan`` (0 / 0, as in PyTorch) and the gradient is zero.
+
+    >>> cross_entropy(Tensor([[0.0, 0.0], [5.0, -5.0]]), np.array([1, -1]), ignore_index=-1)
+    Tensor(0.69314718)
     """
     if reduction not in _REDUCTIONS:
         _check_reduction(reduction, "cross_entropy")
+    if ignore_index is not None:
+        return _ignoring(logits, labels, reduction, label_smoothing, ignore_index)
     if label_smoothing:
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
@@ -168,8 +178,37 @@ def cross_entropy(logits: ArrayLike, labels: ArrayLike, reduction: str = "mean",
 
 def _label_range_error(lab: np.ndarray, classes: int) -> ValueError:
     return ValueError(
-        f"cross_entropy: labels must be class indices in [0, {classes}), got values from {lab.min()} to {lab.max()}."
+        f"cross_entropy: labels must be class indices in [0, {classes}), got values from {lab.min()} to {lab.max()}"
+        " (to skip the examples labelled, say, -1, pass ignore_index=-1)."
     )
+
+
+def _ignoring(logits: ArrayLike, labels: ArrayLike, reduction: str, label_smoothing: float,
+              ignore_index: int) -> Tensor:
+    """``cross_entropy`` with ``ignore_index``: the per-example losses with the ignored ones zeroed,
+    then added up, or averaged over the examples kept."""
+    if isinstance(ignore_index, (bool, np.bool_)) or not isinstance(ignore_index, (int, np.integer)):
+        raise TypeError(f"cross_entropy: ignore_index must be an int (a label value), got {ignore_index!r}")
+    lab = _raw(labels)
+    if lab.dtype.kind not in "iu":
+        raise TypeError(
+            f"cross_entropy: ignore_index applies to integer class labels, got labels of dtype {lab.dtype}; "
+            "for probability labels give the examples to skip a weight of zero instead."
+        )
+    keep = lab != ignore_index
+    per = cross_entropy(logits, np.where(keep, lab, 0), "none", label_smoothing)
+    dtype = per._data.dtype
+    per = per * keep.astype(dtype)
+    if reduction == "none":
+        return per
+    total = basics.sum(per)
+    if reduction == "sum":
+        return total
+    count = np.add.reduce(keep, axis=None)
+    # 0 / 0 is nan, as in PyTorch; written as a nan added to total / 1, so that the gradient is zero
+    # (not nan) and no division by zero warns.
+    nan_if_none = np.where(count == 0, np.nan, 0.0).astype(dtype)
+    return total / np.maximum(count, 1).astype(dtype) + nan_if_none
 
 
 def binary_cross_entropy_with_logits(logits: ArrayLike, targets: ArrayLike, reduction: str = "mean") -> Tensor:

@@ -245,13 +245,24 @@ def softplus(x: ArrayLike) -> Tensor:
     return _unary(F.softplus, "softplus", _tensor(x))
 
 
-def gelu(x: ArrayLike) -> Tensor:
-    """GELU (tanh approximation), as in GPT-2 and BERT.
+def gelu(x: ArrayLike, approximate: str = "tanh") -> Tensor:
+    """GELU, ``x * Φ(x)`` (``Φ`` the standard normal cdf), as ``torch.nn.functional.gelu``.
 
-    >>> gelu(Tensor([0.0]))
-    Tensor([0.])
+    ``approximate="none"`` computes it exactly (PyTorch's default, and BERT's and nanoGPT's);
+    ``"tanh"``, LeanPass's default, is the approximation ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))``
+    of GPT-2 (within 5e-4 of the exact one). Either is one op whose backward pass is one multiply
+    (the exact one keeps only its slope).
+
+    >>> gelu(Tensor([-1.0, 0.0, 1.0]), approximate="none")
+    Tensor([-0.15865525,  0.        ,  0.84134475])
+    >>> gelu(Tensor([-1.0, 0.0, 1.0]))
+    Tensor([-0.15880801,  0.        ,  0.84119199])
     """
-    return _unary(F.gelu, "gelu", _tensor(x))
+    if approximate == "tanh":
+        return _unary(F.gelu, "gelu", _tensor(x))
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' (exact) or 'tanh', got {approximate!r}")
+    return _unary(F.gelu, "gelu", _tensor(x), approximate)
 
 
 def leaky_relu(x: ArrayLike, negative_slope: float = 0.01) -> Tensor:

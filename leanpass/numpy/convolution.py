@@ -141,5 +141,27 @@ def group_norm(x: ArrayLike, num_groups: int, weight: ArrayLike | None = None, b
     return apply(F.group_norm, "group_norm", _arr(x), num_groups, _arr(weight), _arr(bias), eps)
 
 
+def layer_norm(x: ArrayLike, normalized_shape: int | tuple[int, ...], weight: ArrayLike | None = None,
+               bias: ArrayLike | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the last axes ``normalized_shape`` to mean 0 and (biased) variance 1, then scale by
+    ``weight`` and shift by ``bias`` (each of ``normalized_shape``, or None), as
+    ``torch.nn.functional.layer_norm``.
+
+    One op, which keeps each row's mean and ``1/σ`` (besides ``x``) for its backward pass.
+
+    >>> layer_norm(Tensor([[1.0, 2.0, 3.0]]), 3, eps=0.0).round(4)
+    Tensor([[-1.2247,  0.    ,  1.2247]])
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else normalized_shape
+    try:
+        if isinstance(shape, str):
+            raise TypeError
+        shape = tuple(int(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"layer_norm: normalized_shape must be an int or a tuple of ints (the last axes of the "
+                        f"input), got {normalized_shape!r}") from None
+    return apply(F.layer_norm, "layer_norm", _arr(x), _arr(weight), _arr(bias), shape, float(eps))
+
+
 __all__ = ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "pad",
-           "batch_norm", "group_norm"]
+           "batch_norm", "group_norm", "layer_norm"]

@@ -59,6 +59,7 @@ from .updates import (
     freeze,
     global_norm,
     incremental_update,
+    masked,
     reduce_on_plateau,
     set_to_zero,
 )
@@ -66,7 +67,7 @@ from .updates import _PlateauState as _PlateauState  # (checkpoints name the sta
 
 __all__ = [
     "Optimizer", "sgd", "adam", "adamw", "apply_updates", "clip_by_global_norm", "global_norm",
-    "collect_grads", "chain", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
+    "collect_grads", "chain", "masked", "constant_schedule", "cosine_decay", "exponential_decay", "warmup_cosine",
     "rmsprop", "adagrad", "step_decay", "piecewise_constant_schedule", "reduce_on_plateau",
     "set_to_zero", "freeze", "ema", "EmaState", "incremental_update", "SGD", "Adam",
 ]

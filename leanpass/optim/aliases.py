@@ -20,7 +20,7 @@ from ..core.tensor import Tensor
 from ..core.tree import leaf_paths, register_pytree, tree_flatten, tree_unflatten
 from ..functional._lift import weak
 from .schedules import Schedule
-from .updates import Optimizer, _float, _raw
+from .updates import Mask, Optimizer, _float, _mask_flags, _raw
 
 __all__ = ["sgd", "adam", "adamw", "rmsprop", "adagrad"]
 
@@ -187,7 +187,7 @@ def adam(learning_rate: LearningRate = 1e-3, b1: float = 0.9, b2: float = 0.999,
 
 
 def adamw(learning_rate: LearningRate = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-          weight_decay: float = 1e-4) -> Optimizer:
+          weight_decay: float = 1e-4, mask: Mask = None) -> Optimizer:
     """AdamW (Loshchilov & Hutter, 2019): Adam plus decoupled weight decay ``-lr * wd * param``.
 
     ``update`` needs ``params`` for the decay.
@@ -197,11 +197,22 @@ def adamw(learning_rate: LearningRate = 1e-3, b1: float = 0.9, b2: float = 0.999
     >>> updates, _ = opt.update(np.array([0.0]), opt.init(p), p)
     >>> updates  # no gradient: only the decay, -0.1 * 0.5 * 2
     array([-0.1])
+
+    ``mask`` (as optax's) chooses the parameters that decay: a pytree of bools with the params'
+    structure (or a prefix of it), or a function params -> such a pytree. The others get Adam's
+    update alone. The usual choice decays the matrices but not the biases and norm scales:
+
+    >>> opt = adamw(0.1, weight_decay=0.5, mask=lambda p: lp.tree_map(lambda x: x.ndim >= 2, p))
+    >>> p = {"w": np.full((1, 1), 2.0), "b": np.array([2.0])}
+    >>> updates, _ = opt.update({"w": np.ones((1, 1)), "b": np.ones(1)}, opt.init(p), p)
+    >>> updates  # Adam's first step is -lr * sign(g); w also decays by -0.1 * 0.5 * 2
+    {'w': array([[-0.2]]), 'b': array([-0.1])}
     """
-    return _adam("adamw", learning_rate, b1, b2, eps, weight_decay)
+    return _adam("adamw", learning_rate, b1, b2, eps, weight_decay, mask)
 
 
-def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: float, weight_decay: float) -> Optimizer:
+def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: float, weight_decay: float,
+          mask: Mask = None) -> Optimizer:
     _check_lr(learning_rate, name)
     for label, b in (("b1", b1), ("b2", b2)):
         if not 0.0 <= b < 1.0:
@@ -230,7 +241,11 @@ def _adam(name: str, learning_rate: LearningRate, b1: float, b2: float, eps: flo
                 raise ValueError(f"{name}.update: weight decay needs params: opt.update(grads, state, params)")
             decay = lr * weight_decay
             ps = _arrays(params, state.treedef, f"{name}.update", "params")
-            ups = [u - weak(decay, p) * p for u, p in zip(ups, ps)]
+            if mask is None:
+                ups = [u - weak(decay, p) * p for u, p in zip(ups, ps)]
+            else:
+                flags = _mask_flags(mask, params, state.treedef, f"{name}.update")
+                ups = [u - weak(decay, p) * p if f else u for u, p, f in zip(ups, ps, flags)]
         return tree_unflatten(state.treedef, ups), _state(t, (mu, nu), state.treedef)
 
     return Optimizer(init, update)

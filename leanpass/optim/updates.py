@@ -19,11 +19,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core.tensor import Tensor, _const
-from ..core.tree import leaf_paths, register_pytree, repeats, tree_flatten, tree_unflatten
+from ..core.tree import TreeDef, leaf_paths, register_pytree, repeats, tree_flatten, tree_num_leaves, tree_unflatten
 from ..functional import _lift
 from ..functional._lift import weak
 
-__all__ = ["Optimizer", "chain", "clip_by_global_norm", "global_norm", "apply_updates", "collect_grads",
+__all__ = ["Optimizer", "chain", "masked", "clip_by_global_norm", "global_norm", "apply_updates", "collect_grads",
            "set_to_zero", "freeze", "ema", "incremental_update", "reduce_on_plateau"]
 
 
@@ -322,6 +322,42 @@ def ema(decay: float, debias: bool = True) -> Optimizer:
         return (tree_unflatten(treedef, [_like_leaf(x, o) for x, o in zip(leaves, out)]),
                 EmaState(count, tree_unflatten(treedef, new)))
 
+
+# ----- masks ------------------------------------------------------------------------------------------
+Mask = Any  # a pytree of bools (the params' structure, or a prefix of it) or a function params -> such a pytree
+
+
+def masked(inner: Optimizer, mask: Mask) -> Optimizer:
+    """Apply ``inner`` to the leaves where ``mask`` is True; pass the others through untouched (as optax's).
+
+    ``mask`` is a pytree of bools with the structure of the params (or a prefix of it: one bool
+    for a whole sub-tree), or a function that makes one from the params (``init``) or from the
+    gradients (``update``), which have the params' structure. ``inner`` sees (and keeps state
+    for) only the selected leaves, as one list; the others' updates are their gradients as given.
+
+    >>> params = {"w": np.ones((2, 2)), "b": np.ones(2)}
+    >>> opt = masked(sgd(0.5), lambda p: {k: v.ndim == 2 for k, v in p.items()})
+    >>> grads = {"w": np.full((2, 2), 2.0), "b": np.full(2, 2.0)}
+    >>> updates, _ = opt.update(grads, opt.init(params), params)
+    >>> updates["w"][0], updates["b"]          # w through sgd, b untouched
+    (array([-1., -1.]), array([2., 2.]))
+    """
+    if not isinstance(inner, Optimizer):
+        raise TypeError(f"masked: inner must be an Optimizer (e.g. optim.adam(1e-3)), got {type(inner).__name__}")
+
+    def init(params: Any) -> Any:
+        leaves, treedef = tree_flatten(params)
+        flags = _mask_flags(mask, params, treedef, "masked")
+        return inner.init([x for x, f in zip(leaves, flags) if f])
+
+    def update(grads: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        leaves, treedef = tree_flatten(grads)
+        flags = _mask_flags(mask, grads, treedef, "masked")
+        chosen = None if params is None else [p for p, f in zip(tree_flatten(params)[0], flags) if f]
+        ups, state = inner.update([g for g, f in zip(leaves, flags) if f], state, chosen)
+        it = iter(ups)
+        return tree_unflatten(treedef, [next(it) if f else g for g, f in zip(leaves, flags)]), state
+
     return Optimizer(init, update)
 
 
@@ -422,6 +458,33 @@ def reduce_on_plateau(factor: float = 0.1, patience: int = 10, rtol: float = 1e-
 
     return Optimizer(init, update)
 
+
+def _mask_flags(mask: Mask, tree: Any, treedef: TreeDef, where: str) -> list[bool]:
+    """One bool per leaf of ``tree`` (of structure ``treedef``): ``mask`` (or ``mask(tree)``) read
+    as a pytree of bools with that structure, or a prefix of it."""
+    m = mask(tree) if callable(mask) else mask
+    m_leaves, m_def = tree_flatten(m)
+    flags: list[bool] = []
+    it = iter(m_leaves)
+
+    def walk(md: TreeDef, td: TreeDef) -> None:
+        if md.kind is None:  # a bool for the whole sub-tree
+            flag = next(it)
+            if not isinstance(flag, (bool, np.bool_)):
+                raise TypeError(f"{where}: the mask's leaves must be bools (True: this leaf is included), "
+                                f"got a {type(flag).__name__}")
+            flags.extend([bool(flag)] * tree_num_leaves(td))
+            return
+        if md.kind is not td.kind or md.meta != td.meta or len(md.children) != len(td.children):
+            raise ValueError(
+                f"{where}: the mask does not have the structure of the params (nor a prefix of it). Make it "
+                "from them, e.g. mask=lambda p: leanpass.tree_map(lambda x: x.ndim >= 2, p)."
+            )
+        for a, b in zip(md.children, td.children):
+            walk(a, b)
+
+    walk(m_def, treedef)
+    return flags
 
 
 # ----- the eager style ---------------------------------------------------------------------------
