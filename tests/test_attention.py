@@ -289,7 +289,9 @@ def test_module_under_jit_and_on_one_sequence() -> None:
         np.testing.assert_array_equal(value(a), value(b))
     y = attn(x)
     assert y.dtype == np.float32
-    np.testing.assert_allclose(value(attn(x[1])), value(y)[1], rtol=1e-6)  # (T, C): no batch axis
+    # (T, C): no batch axis. float32 rounding only: the linears run all rows as one 2-D product, whose
+    # sums BLAS may split differently for 6 rows than for 18
+    np.testing.assert_allclose(value(attn(x[1])), value(y)[1], rtol=1e-5, atol=1e-6)
 
 
 def test_module_dropout_is_on_with_a_generator_only() -> None:

@@ -322,6 +322,8 @@ def ema(decay: float, debias: bool = True) -> Optimizer:
         return (tree_unflatten(treedef, [_like_leaf(x, o) for x, o in zip(leaves, out)]),
                 EmaState(count, tree_unflatten(treedef, new)))
 
+    return Optimizer(init, update)
+
 
 # ----- masks ------------------------------------------------------------------------------------------
 Mask = Any  # a pytree of bools (the params' structure, or a prefix of it) or a function params -> such a pytree
