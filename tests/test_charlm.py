@@ -110,7 +110,7 @@ def test_the_command_line_quick_run_saves_under_the_cache_directory(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     run = subprocess.run([sys.executable, "-m", "leanpass.examples.charlm", "--quick", "--steps", "4",
                           "--eval-every", "2"], capture_output=True, text=True, check=True, env=env, cwd=tmp_path)
-    target = tmp_path / "cache" / "leanpass" / "charlm.npz"
+    target = tmp_path / "cache" / "leanpass" / "examples" / "charlm.npz"
     assert target.exists() and f"saved the model to {target}" in run.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # nothing in the current directory
     assert "step     4/4" in run.stdout and "jit" in run.stdout.splitlines()[0]

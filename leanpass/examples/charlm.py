@@ -21,15 +21,15 @@ the same numbers). Progress shows the training loss and, every ``--eval-every`` 
 validation loss; at the end the model writes some Python of its own (``generate``, with a
 temperature and top-k), is saved with ``leanpass.save`` and loaded back to check the round trip.
 
-The checkpoint goes to ``--output``, by default ``charlm.npz`` in LeanPass's cache directory:
-``$XDG_CACHE_HOME/leanpass`` if that variable is set, else ``~/.cache/leanpass``.
+The checkpoint goes to ``--output``, by default ``charlm.npz`` in the examples' folder of the
+user's cache (``leanpass.examples.output_dir()``: ``~/.cache/leanpass/examples``, or
+``$XDG_CACHE_HOME/leanpass/examples``).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import sysconfig
 import time
@@ -42,6 +42,7 @@ import numpy as np
 
 import leanpass as lp
 from leanpass import losses, nn, optim
+from leanpass.examples import default_output, output_dir
 from leanpass.examples.digits import Progress, keep_freed_memory, limit_blas_threads, unwritable
 
 # ----- the text ----------------------------------------------------------------------------------------
@@ -256,16 +257,6 @@ def estimate_loss(model: GPT, data: np.ndarray, block_size: int, batch_size: int
 
 
 # ----- training --------------------------------------------------------------------------------------
-def default_output() -> Path:
-    """Where the checkpoint goes by default: ``charlm.npz`` in ``$XDG_CACHE_HOME/leanpass`` (or ``~/.cache/leanpass``).
-
-    >>> default_output().name
-    'charlm.npz'
-    """
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "leanpass" / "charlm.npz"
-
-
 @dataclass
 class Config:
     """The model's size and the training's settings (the defaults are the full run)."""
@@ -408,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="OpenBLAS threads (default 1: the products here are small, and extra threads mostly "
                              "wait for each other; 0 leaves NumPy's default)")
     parser.add_argument("--output", default=None, metavar="PATH",
-                        help=f"where to save the trained model (default {default_output()}; '' to skip)")
+                        help=f"where to save the trained model (default {output_dir() / 'charlm.npz'}; '' to skip)")
     args = parser.parse_args(argv)
     fields = {"steps": args.steps, "batch_size": args.batch_size, "block_size": args.block_size,
               "n_layer": args.n_layer, "n_head": args.n_head, "n_embd": args.n_embd, "lr": args.lr,
@@ -427,7 +418,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if config.lr < config.min_lr:
         config.min_lr = config.lr
     config.warmup = min(config.warmup, max(config.steps // 10, 1))
-    output = str(default_output()) if args.output is None else args.output
+    output = default_output("charlm.npz") if args.output is None else args.output
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         problem = unwritable(output)
