@@ -176,6 +176,7 @@ CORE_SAMPLES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
     "exp": lambda r: (_x(r, 3),),
     "expand_dims": lambda r: (_x(r, 3), 0),
     "gelu": lambda r: (_x(r, 3),),
+    "gelu/exact": lambda r: (_x(r, 3), "none"),
     "getitem": lambda r: (_x(r, 4, 3), (slice(1, 3), 0)),
     "getitem/indices": lambda r: (_x(r, 4, 3), r.integers(0, 4, 5)),
     "getitem/pairs": lambda r: (_x(r, 4, 3), (r.integers(0, 4, 2), r.integers(0, 3, 2))),

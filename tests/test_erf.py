@@ -151,12 +151,70 @@ def test_exact_gelu_by_hand() -> None:
     assert third == pytest.approx(-3 * math.exp(-0.5) / math.sqrt(2 * math.pi), rel=1e-12)
 
 
-def test_exact_gelu_keeps_only_its_slope() -> None:
+def test_exact_gelu_keeps_its_input_and_output_and_no_array_of_its_own() -> None:
     x = np.random.default_rng(0).standard_normal(6)
     ans, vjp = lp.functional.gelu(x, approximate="none")
-    saved = vjp.__self__  # (the VJP is a bound method of the one array it keeps)
-    np.testing.assert_allclose(saved, sp.ndtr(x) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi), rtol=1e-14)
-    np.testing.assert_array_equal(vjp(np.full(6, 2.0))[0], 2 * saved)
+    assert len(vjp.args) == 2 and vjp.args[0] is x and vjp.args[1] is ans  # (both held by the graph anyway)
+    slope = sp.ndtr(x) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    np.testing.assert_allclose(vjp(np.full(6, 2.0))[0], 2 * slope, rtol=1e-14)
+    np.testing.assert_array_equal(x, np.random.default_rng(0).standard_normal(6))  # nothing written into x
+
+
+def _edge_values(dtype: type) -> np.ndarray:
+    """Where ``gelu(x) / x`` is not ``Φ(x)`` (0, subnormals, infinities, NaN, squares that overflow) and beside."""
+    f = np.finfo(dtype)
+    tiny = [0.0, -0.0, f.smallest_subnormal, 3 * f.smallest_subnormal, f.tiny / 3, f.tiny, np.sqrt(f.tiny)]
+    big = [np.sqrt(f.max) / 2, np.sqrt(f.max) * 2, f.max, np.inf, 1e4, 20.0, 14.0]
+    return np.array(tiny + [-v for v in tiny] + big + [-v for v in big] + [np.nan, 0.3, -0.75, -13.0], dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_gelu_slope_from_its_output_matches_the_kernels(dtype: type) -> None:
+    # the VJP's Φ(x) + x φ(x) with Φ = gelu(x) / x: within the kernel's own error of the reference
+    x = np.concatenate([_grid(dtype), np.linspace(-50, 50, 200001).astype(dtype)])
+    ans, kernel = E.gelu_values(x)
+    got = lp.functional.gelu(x, approximate="none")[1](np.ones_like(x))[0]
+    assert got.dtype == dtype
+    x64 = x.astype(np.float64)
+    xc = np.clip(x64, -60, 60)  # (x φ(x) is 0 beyond)
+    want = sp.ndtr(x64) + xc * np.exp(-0.5 * xc * xc) / math.sqrt(2 * math.pi)
+    eps = np.finfo(dtype).eps
+    assert np.max(np.abs(got - want)) <= 2.5 * eps
+    assert np.max(np.abs(got - kernel)) <= 2 * eps
+    # at the edges, the kernel's slope (0.5 at 0 and the subnormals, the limits at the infinities, NaN at NaN)
+    edge = _edge_values(dtype)
+    np.testing.assert_array_equal(lp.functional.gelu(edge, approximate="none")[1](np.ones_like(edge))[0],
+                                  E.gelu_values(edge)[1])
+    mixed = np.concatenate([x[:1000], edge])  # the same slope for the rest, the kernel's at the edges
+    g = np.random.default_rng(2).standard_normal(mixed.shape).astype(dtype)
+    out = lp.functional.gelu(mixed, approximate="none")[1](g)[0]
+    np.testing.assert_array_equal(out[:1000], g[:1000] * got[:1000])
+    np.testing.assert_array_equal(out[1000:], g[1000:] * E.gelu_values(edge)[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_gelu_gradient_under_jit_and_vmap_is_eagers_with_and_without_edges(dtype: type) -> None:
+    rng = np.random.default_rng(3)
+    plain = (rng.standard_normal((3, 40)) * 3).astype(dtype)
+    edged = plain.copy()
+    edged[:, :3] = [0.0, np.inf, np.finfo(dtype).smallest_subnormal]
+    w = (1 + plain * plain).astype(dtype)  # (positive: the loss is inf, not NaN, with an inf in x)
+
+    def loss(t: object) -> lp.Tensor:
+        return (_gelu_exact(t) * w).sum()
+
+    grad = lp.grad(loss)
+    jitted = lp.jit(grad)
+    strict = lp.jit(grad, strict=True)  # (the check is a choice between two ways to the same slope)
+    for x in (plain, edged, plain):
+        eager = grad(x)
+        assert eager.dtype == dtype
+        np.testing.assert_array_equal(jitted(x), eager)
+        np.testing.assert_array_equal(strict(x), eager)
+        np.testing.assert_array_equal(lp.vmap(grad)(x), np.stack([grad(row) for row in x]))
+    assert jitted.trace_count == 2
+    np.testing.assert_allclose(grad(edged)[:, :3], w[:, :3] * np.array([0.5, 1.0, 0.5], dtype),
+                               rtol=2 * np.finfo(dtype).eps)
 
 
 def test_exact_gelu_is_finite_at_every_order_at_the_infinities() -> None:

@@ -347,6 +347,7 @@ op("leaky_relu", leaky_relu, jvp=_leaky_relu_jvp, keeps=("work",))
 
 _GELU_C = float(np.sqrt(2.0 / np.pi))
 _INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)
+_LOG_INV_SQRT_2PI = float(np.log(_INV_SQRT_2PI))
 _GELU_FAR = 50.0  # beyond +-50, x φ(x) is 0 in float64 (the bound keeps inf * 0 out of a replayed slope)
 
 
@@ -354,8 +355,9 @@ def gelu(x: Any, approximate: str = "tanh") -> tuple[Any, Any]:
     """GELU, ``x Φ(x)``: exact with ``approximate="none"`` (PyTorch's default), or its tanh approximation
     ``0.5 * x * (1 + tanh(c * (x + 0.044715 x**3)))``, c = sqrt(2/pi) (``"tanh"``, GPT-2's).
 
-    Exact: ``Φ`` from one fitted kernel (``_erf.gelu_values``) that also gives the slope
-    ``Φ(x) + x φ(x)``, which the VJP keeps (one array; the backward pass is one multiply).
+    Exact: ``Φ`` from one fitted kernel (``_erf.gelu_values``). The VJP keeps ``x`` and the output
+    (arrays the graph holds anyway: no array of its own) and computes the slope ``Φ(x) + x φ(x)`` with
+    ``Φ(x) = gelu(x) / x``, as PyTorch's GELU saves its input and recomputes.
 
     Tanh: beyond +-10 the tanh has saturated to +-1 in float32 and float64, so it is computed from
     ``x`` clipped to [-10, 10] (the same values, with no ``x**3`` overflowing to ``inf``), the
@@ -373,8 +375,8 @@ def gelu(x: Any, approximate: str = "tanh") -> tuple[Any, Any]:
     if approximate == "none":
         if is_tensor(x):  # a differentiable backward pass replays the op: record it, and a slope of Tensor ops
             return _lift.apply(gelu, "gelu", x, approximate), partial(_gelu_replayed_vjp, x)  # type: ignore[misc]
-        ans, slope = gelu_values(x)
-        return ans, MethodType(_gelu_exact_vjp, slope)
+        ans = gelu_values(x)[0]
+        return ans, partial(_gelu_exact_vjp, x, ans)
     if approximate != "tanh":
         raise ValueError(f"gelu: approximate must be 'none' (exact, x * Phi(x)) or 'tanh', got {approximate!r}")
     xc = np.clip(x, weak(-10, x), weak(10, x))
@@ -382,8 +384,53 @@ def gelu(x: Any, approximate: str = "tanh") -> tuple[Any, Any]:
     return weak(0.5, x) * np.where(x < -10, weak(0, x), x) * (weak(1, t) + t), partial(_gelu_vjp, x, t)
 
 
-def _gelu_exact_vjp(slope: Any, g: Any) -> tuple[Any]:
+def _gelu_exact_vjp(x: Any, ans: Any, g: Any) -> tuple[Any]:
+    slope = _gelu_slope_from(x, ans)
+    if type(g) is np.ndarray and type(slope) is np.ndarray and g.shape == slope.shape and g.dtype == slope.dtype:
+        slope *= g  # (a fresh array: the cotangent in place of a second one)
+        return (slope,)
     return (g * slope,)
+
+
+def _gelu_slope_from(x: Any, ans: Any) -> Any:
+    """``Φ(x) + x φ(x)`` from ``x`` and ``ans = x Φ(x)``: ``ans / x + x φ(x)`` (float32 and float64 arrays
+    with axes; the kernel otherwise).
+
+    The quotient is ``Φ`` to the rounding of ``ans`` wherever ``ans`` is a normal number, which holds when
+    ``x * x`` is above 0 and below ``inf``; at the other elements (0, subnormals, +-inf, overflowing
+    squares, NaN) the slope comes from the kernel. Checked by two reductions on plain arrays (under
+    ``jit``, a guard choosing between two ways to the same slope), elementwise on other stand-ins."""
+    dtype = getattr(x, "dtype", None)
+    if dtype not in (np.float32, np.float64) or getattr(ans, "dtype", None) != dtype or not np.ndim(x):
+        return gelu_values(x)[1]
+    c = dtype.type
+    with np.errstate(all="ignore"):
+        e = np.multiply(x, x)
+        in_range = _all_in_range(e)
+        slope = np.divide(ans, x)
+        e *= c(-0.5)
+        e += c(_LOG_INV_SQRT_2PI)
+        np.exp(e, out=e)
+        e *= x
+        slope += e
+        if in_range is True:
+            return slope
+        e = np.multiply(x, x)
+        bad = np.logical_not(np.logical_and(np.greater(e, 0), np.less(e, np.inf)))
+    return np.where(bad, gelu_values(x)[1], slope)
+
+
+def _all_in_range(e: Any) -> Any:
+    """Whether every ``e`` is above 0 and below ``inf`` (NaN is not): a bool, or None where it is not one
+    value per call (vmap's stand-in)."""
+    if type(e) is np.ndarray:
+        return e.size == 0 or bool(e.min() > 0 and e.max() < np.inf)
+    if getattr(e, "_tr", None) is None:  # (jit's stand-in has its trace)
+        return None
+    if e.size == 0:
+        return True
+    ok = np.logical_and(e.min() > 0, e.max() < np.inf)
+    return ok._tr.guard(ok, "choice", "the exact GELU's check for zeros and infinities")
 
 
 def _gelu_exact_slope(x: Any) -> Any:
@@ -420,7 +467,7 @@ def _gelu_jvp(ts: Tangents, ans: Any, x: Any, approximate: str = "tanh") -> Any:
     return ts[0] * _gelu_slope(x, np.tanh(weak(_GELU_C, x) * (xc + weak(0.044715, x) * xc * xc * xc)))
 
 
-op("gelu", gelu, jvp=_gelu_jvp, keeps=("x", "work"))
+op("gelu", gelu, jvp=_gelu_jvp, keeps=("x", "ans", "work"))
 
 
 def clip(x: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
