@@ -136,6 +136,18 @@ def test_jit_and_vmap_give_eager_bits() -> None:
         np.testing.assert_array_equal(lp.jit(fn)(x32)._data, fn(x32)._data)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_large_array_in_slices_gives_the_bits_of_one_pass(dtype: type) -> None:
+    x = (np.random.default_rng(2).standard_normal((3, E._CHUNK)) * 5).astype(dtype)
+    x[0, :7] = [0.0, -0.0, np.inf, -np.inf, np.nan, 30.0, -30.0]
+    assert x.size > E._CHUNK  # (sliced eagerly; the stand-ins of jit run one pass)
+    for fn in (lp.erf, lp.erfc, lp.special.ndtr):
+        eager = fn(x)._data
+        np.testing.assert_array_equal(lp.jit(fn)(x)._data, eager)
+        np.testing.assert_array_equal(fn(x[:, ::-1])._data, eager[:, ::-1])  # (a strided view)
+    np.testing.assert_array_equal(E.erfc_values(x, -math.sqrt(0.5))[1], E.erfc_values(x[1], -math.sqrt(0.5)))
+
+
 def _gelu_exact(t: object) -> lp.Tensor:
     return lp.gelu(t, approximate="none")
 

