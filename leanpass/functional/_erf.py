@@ -1,25 +1,35 @@
 """The error function and the normal cdf in NumPy: ``erf``, ``erfc`` and the exact GELU's ``x Φ(x)`` with
 its slope, each in a fixed number of passes over the array (no branch by value), float32 computed in
-float32 and everything else in float64.
+float32 (but for float32 ``erfc``'s tail, rounded once from float64) and everything else in float64.
 
-The approximations (coefficients fitted for LeanPass: least squares against a 60-digit reference on
-Chebyshev nodes, reweighted towards the minimax fit; their fit errors are below):
+The approximations (coefficients fitted for LeanPass by ``benchmarks/erf_fit.py``: least squares against a
+60-digit reference on Chebyshev nodes, reweighted towards the minimax fit; their fit errors are below):
 
-- ``|x| < 1/2``: ``erf(x) = x S(x**2)``, ``S`` of degree 8 (relative error 4e-18) in float64, 4 (1.4e-9)
-  in float32.
-- ``|x| >= 1/2``: ``erfc(|x|) = t exp(-x**2) R(t)`` with ``t = 1 / (1 + p |x|)``, which maps the whole
-  tail into ``(0, 1)``: ``R`` of degree 22 with ``p = 0.3`` (relative error 5e-18) in float64, 9 with
-  ``p = 0.5`` (1.4e-8) in float32. For ``erfc``, ``exp(-x**2)`` is taken as ``exp(-h**2) exp(-(x - h)(x + h))``
-  with ``h`` the multiple of 1/16 below ``|x|`` (``h**2`` exact), so that the rounding of ``x**2`` does
-  not cost the far tail its relative precision (down to the subnormals).
+- ``|x| < 1/2``: ``erf(x) = x + x S(x**2)``, ``S`` of degree 8 (relative error 4e-18) in float64, 4 (1.4e-9)
+  in float32 (the larger term ``x`` exact).
+- ``erf``, ``|x| >= 1/2``: ``1 - exp(-x**2) P(x) / Q(x)`` up to 6 (float64; degrees 6 and 7) or 4 (float32;
+  2 and 3), where ``erfc`` drops below half an ulp of 1; fitted for the error of ``erf`` (``erfc`` absolute:
+  4.8e-19 and 6e-9), all coefficients positive, so that Horner's rule loses nothing to cancellation.
+- ``erfc``, ``|x| >= 1/2``, float64: ``t exp(-x**2) R(t)`` with ``t = 1 / (1 + 0.3 |x|)``, which maps the whole
+  tail into ``(0, 1)``: ``R`` of degree 22 (relative error 5e-18). ``exp(-x**2)`` is one ``exp`` of the
+  exponent ``-h**2 - l (x + h)`` (``x = h + l``, ``h`` a multiple of 2**-20: ``h**2`` exact) times ``1 + e``,
+  ``e`` its rounding error (Fast2Sum), so that the rounding of ``x**2`` does not cost the far tail its
+  relative precision (down to the subnormals). float32: ``exp(-x**2) P(x) / Q(x)`` (degrees 4 and 4, relative
+  error 2.5e-8) evaluated in float64, where ``x**2`` is exact, and rounded to float32 once.
+- ``log_erfc_tail``: ``-x**2 + log(t R(t))``, ``R`` as above in float64; in float32 ``R`` of degree 9 with
+  ``p = 0.5`` (relative error 1.4e-8).
 - The GELU's ``Φ(-|x|) = erfc(|x| / sqrt(2)) / 2`` by the tail's form over the whole line: ``p = 0.3`` and
   degree 24 (relative error 4e-18) in float64; ``p = 0.4`` and degree 6 in float32, fitted for absolute
   error (3.8e-9 in ``Φ``: as PyTorch's float32 GELU, it is accurate to the float32 rounding of ``x Φ(x)``
   near 0 and loses relative precision far in the left tail).
 
+Accuracy (against ``math.erf``/``math.erfc`` in float64, SciPy in float32, over the whole line): ``erf``
+within 3 ulps in float64 and 2.5 in float32; ``erfc`` within 7 ulps in float64 (worst from 1/2 to 4: the
+rounding of ``t`` and of Horner's rule in ``R``) and 1.1 in float32.
+
 Both parts run on every element, each on inputs clamped into its own range, and are blended with
 0/1 weights (exact: one of the two terms is 0); a masked select would be several times slower.
-Temporaries are updated in place.
+Temporaries are updated in place, a large array in slices that keep them in the cache.
 
 >>> erf_values(np.array([0.0, 0.5, 3.0]))
 array([0.        , 0.52049988, 0.99997791])
@@ -38,10 +48,10 @@ _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 # erf(x) / x - 1 as a polynomial in x*x for |x| < 1/2 (lowest power first)
-_S64 = (0.1283791670955126, -0.37612638903183465, 0.11283791670924812, -0.026866170632715337,
+_S64 = (0.12837916709551256, -0.37612638903183465, 0.11283791670924812, -0.026866170632715337,
         0.005223977370319446, -0.0008548297523813417, 0.0001205332428644171, -1.484558307451849e-05,
         1.472320876285074e-06)
-_S32 = (0.1283791655671744, -0.37612608570696193, 0.11282822767321261, -0.026757181560879247,
+_S32 = (0.12837916556717452, -0.37612608570696193, 0.11282822767321261, -0.026757181560879247,
         0.00471798467604301)
 # erfc(x) exp(x*x) / t as a polynomial in t = 1 / (1 + p x), for x >= 1/2 (log_erfc_tail: x up to inf)
 _P64 = 0.3
@@ -81,14 +91,16 @@ class _Table:
     """The constants of one float dtype, as NumPy scalars of that dtype (so no NumPy widens an operand)."""
 
     def __init__(self, dtype: Any, s: tuple[float, ...], p: float, r: tuple[float, ...], erf: tuple[Any, ...],
-                 far_erf: float, pg: float, g: tuple[float, ...], far: float, erfc: tuple[Any, ...] = ((), (), 0.0)) -> None:
+                 far_erf: float, pg: float, g: tuple[float, ...], far: float,
+                 erfc: tuple[Any, ...] = ((), (), 0.0)) -> None:
         self.dtype = c = np.dtype(dtype).type
         self.s = tuple(c(v) for v in reversed(s))  # (highest power first, for Horner)
         self.r = tuple(c(v) for v in reversed(r))
         # erf's tail: P (times -2: see _erf_kernel) and Q, up to far_erf; float32's erfc tail: P and Q in float64
         self.pe, self.qe = tuple(c(-2 * v) for v in reversed(erf[0])), tuple(c(v) for v in reversed(erf[1]))
         self.far_erf = c(far_erf)
-        self.pc, self.qc = tuple(np.float64(v) for v in reversed(erfc[0])), tuple(np.float64(v) for v in reversed(erfc[1]))
+        self.pc = tuple(np.float64(v) for v in reversed(erfc[0]))
+        self.qc = tuple(np.float64(v) for v in reversed(erfc[1]))
         self.far_c, self.wide = c(erfc[2]), bool(erfc[0])
         self.g = tuple(c(v * math.sqrt(math.pi / 2)) for v in reversed(g))  # (times sqrt(2 pi) / 2: see gelu_values)
         self.p, self.pg = c(p), c(pg * _SQRT_HALF)
