@@ -119,7 +119,7 @@ def main() -> None:
         "_S32": lambda: fit(inner, 0, 0.25, 4, weight=relative_to_erf, nodes=60),
         "_R64": lambda: fit(scaled_tail(0.3), 0, 1 / 1.15, 22, nodes=300),
         "_R32": lambda: fit(scaled_tail(0.5), 0, 1 / 1.25, 9),
-        "_PC32, _QC32": lambda: fit_ratio(erfcx, 0.5, 10.1, 4, 4, nodes=80),
+        "_PC32, _QC32": lambda: fit_ratio(erfcx, 0.5, 10.1, 3, 4, nodes=80),
         "_PE64, _QE64": lambda: fit_ratio(erfcx, 0.5, 6.0, 6, 7, weight=for_erf),
         "_PE32, _QE32": lambda: fit_ratio(erfcx, 0.5, 4.0, 2, 3, weight=for_erf, nodes=80),
         "_G64": lambda: fit(scaled_tail(0.3), 0, 1, 24, nodes=150),

@@ -14,8 +14,8 @@ The approximations (coefficients fitted for LeanPass by ``benchmarks/erf_fit.py`
   tail into ``(0, 1)``: ``R`` of degree 22 (relative error 5e-18). ``exp(-x**2)`` is one ``exp`` of the
   exponent ``-h**2 - l (x + h)`` (``x = h + l``, ``h`` a multiple of 2**-20: ``h**2`` exact) times ``1 + e``,
   ``e`` its rounding error (Fast2Sum), so that the rounding of ``x**2`` does not cost the far tail its
-  relative precision (down to the subnormals). float32: ``exp(-x**2) P(x) / Q(x)`` (degrees 4 and 4, relative
-  error 2.5e-8) evaluated in float64, where ``x**2`` is exact, and rounded to float32 once.
+  relative precision (down to the subnormals). float32: ``exp(-x**2) P(x) / Q(x)`` (degrees 3 and 4, relative
+  error 7.1e-8) evaluated in float64, where ``x**2`` is exact, and rounded to float32 once.
 - ``log_erfc_tail``: ``-x**2 + log(t R(t))``, ``R`` as above in float64; in float32 ``R`` of degree 9 with
   ``p = 0.5`` (relative error 1.4e-8).
 - The GELU's ``Φ(-|x|) = erfc(|x| / sqrt(2)) / 2`` by the tail's form over the whole line: ``p = 0.3`` and
@@ -24,8 +24,8 @@ The approximations (coefficients fitted for LeanPass by ``benchmarks/erf_fit.py`
   near 0 and loses relative precision far in the left tail).
 
 Accuracy (against ``math.erf``/``math.erfc`` in float64, SciPy in float32, over the whole line): ``erf``
-within 3 ulps in float64 and 2.5 in float32; ``erfc`` within 7 ulps in float64 (worst from 1/2 to 4: the
-rounding of ``t`` and of Horner's rule in ``R``) and 1.1 in float32.
+within 3 ulps in float64 and 2.2 in float32; ``erfc`` within 7 ulps in float64 (worst from 1/2 to 4: the
+rounding of ``t`` and of Horner's rule in ``R``) and 1.7 in float32.
 
 Both parts run on every element, each on inputs clamped into its own range, and are blended with
 0/1 weights (exact: one of the two terms is 0); a masked select would be several times slower.
@@ -65,8 +65,8 @@ _R32 = (0.2820947879360022, 0.2820955801442248, 0.24680761222634462, 0.176579466
         -0.008791491718128907, -0.014387525670929763, -0.19187624909453524, 0.20892373120237226,
         -0.0644435451656145)
 # float32's erfc(x) exp(x*x) = P(x) / Q(x) for x in [1/2, 10.1], evaluated in float64
-_PC32 = (0.9999195967990184, 1.0447664790684486, 0.49991206348956757, 0.10705529913296742, 7.026758837166471e-07)
-_QC32 = (1.0, 2.172454608082132, 1.9539449518244476, 0.885289419042177, 0.18979833213225905)
+_PC32 = (0.9998404643751175, 1.1013255269685398, 0.5474724988800965, 0.12518460680406385)
+_QC32 = (1.0, 2.228385539932038, 2.0668433032031697, 0.9700852770351486, 0.22189270825181265)
 # the same for erf, which needs erfc only to the absolute precision of erf and only up to where it is below half
 # an ulp of 1 (6 in float64, 4 in float32)
 _PE64 = (1.000000000051345, 1.494597926211158, 1.1149928783167609, 0.4988862244482275, 0.13939785009403963,
@@ -96,8 +96,8 @@ class _Table:
         self.dtype = c = np.dtype(dtype).type
         self.s = tuple(c(v) for v in reversed(s))  # (highest power first, for Horner)
         self.r = tuple(c(v) for v in reversed(r))
-        # erf's tail: P (times -2: see _erf_kernel) and Q, up to far_erf; float32's erfc tail: P and Q in float64
-        self.pe, self.qe = tuple(c(-2 * v) for v in reversed(erf[0])), tuple(c(v) for v in reversed(erf[1]))
+        # erf's tail: -P (see _erf_kernel) and Q, up to far_erf; float32's erfc tail: P and Q in float64
+        self.pe, self.qe = tuple(c(-v) for v in reversed(erf[0])), tuple(c(v) for v in reversed(erf[1]))
         self.far_erf = c(far_erf)
         self.pc = tuple(np.float64(v) for v in reversed(erfc[0]))
         self.qc = tuple(np.float64(v) for v in reversed(erfc[1]))
@@ -113,7 +113,7 @@ class _Table:
 
 _F64 = _Table(np.float64, _S64, _P64, _R64, (_PE64, _QE64), 6.0, _P64, _G64, 28.0)
 _F32 = _Table(np.float32, _S32, _P32, _R32, (_PE32, _QE32), 4.0, _PG32, _G32, 11.0, (_PC32, _QC32, 10.1))
-_CHUNK = 65536  # values per slice of a large array (see _chunked)
+_CHUNK_BYTES = 1 << 18  # the size of a slice of a large array (see _chunked)
 
 
 def _table(x: Any) -> tuple[Any, _Table, Any]:
@@ -191,13 +191,6 @@ def _scaled_tail(a: Any, k: _Table, tmp: _Scratch, coefs: tuple[Any, ...], far: 
     return r, b
 
 
-def _ratio(v: Any, p: tuple[Any, ...], q: tuple[Any, ...], tmp: _Scratch) -> Any:
-    """``P(v) / Q(v)`` (highest powers first), in a scratch array."""
-    r = _horner(v, p, tmp("r"))
-    r /= _horner(v, q, tmp("q"))
-    return r
-
-
 def _times_gauss(r: Any, b: Any, k: _Table, tmp: _Scratch, scaled: bool) -> Any:
     """``r * exp(-b**2)`` (``exp(-b**2 / 2)`` if ``scaled``) in place, to the relative precision of ``r`` for every
     ``b`` (the rounding of ``b**2`` would cost ``b**2`` ulps): ``b = h + l``, ``h`` a multiple of 2**-20 (``h**2``
@@ -228,26 +221,29 @@ def _wide_tail(a: Any, k: _Table, tmp: _Scratch, scaled: bool) -> Any:
     lo, hi = (k.half, k.far_c) if not scaled else (k.half / k.sqrt_half, k.far_c / k.sqrt_half)
     b = np.clip(a, lo, hi, out=tmp("b", np.float64), dtype=np.float64)
     v = b if not scaled else np.multiply(b, _SQRT_HALF, out=tmp("v", np.float64))
-    r = _horner(v, k.pc, tmp("r", np.float64))
-    r /= _horner(v, k.qc, tmp("q", np.float64))
     e = np.square(b, out=tmp("e", np.float64))  # (exact)
-    e *= -0.5 if scaled else -1.0
-    np.exp(e, out=e)
-    r *= e
+    if scaled:
+        e *= 0.5
+    np.exp(e, out=e)  # (at most exp(102): no overflow)
+    q = _horner(v, k.qc, tmp("q", np.float64))
+    q *= e
+    r = _horner(v, k.pc, tmp("r", np.float64))
+    r /= q  # P / (Q exp(b**2))
     return r
 
 
 def _chunked(kernel: Any, x: Any, k: _Table, *args: Any) -> Any:
-    """``kernel(x, k, tmp, out, *args)`` over ``x``: a large plain array in slices of ``_CHUNK`` values, written
-    into one output (the temporaries of a slice stay in the cache: 1.3-1.5x faster at a million values; the
-    bits are those of one pass), anything else in one call."""
-    if type(x) is not np.ndarray or x.size <= _CHUNK:
+    """``kernel(x, k, tmp, out, *args)`` over ``x``: a large plain array in slices of ``_CHUNK_BYTES``, written
+    into one output (the temporaries of a slice stay in the cache: 1.3-1.5x faster at half a million values;
+    the bits are those of one pass), anything else in one call."""
+    step = _CHUNK_BYTES // x.dtype.itemsize
+    if type(x) is not np.ndarray or x.size <= step:
         return kernel(x, k, _Scratch(x), None, *args)
     out = np.empty(x.shape, x.dtype)
     flat, dest = x.reshape(-1), out.reshape(-1)
-    for i in range(0, x.size, _CHUNK):
-        part = flat[i:i + _CHUNK]
-        kernel(part, k, _Scratch(part), dest[i:i + _CHUNK], *args)
+    for i in range(0, x.size, step):
+        part = flat[i:i + step]
+        kernel(part, k, _Scratch(part), dest[i:i + step], *args)
     return out
 
 
@@ -264,21 +260,27 @@ def erf_values(x: Any) -> Any:
 
 def _erf_kernel(x: Any, k: _Table, tmp: _Scratch, out: Any) -> Any:
     s, c = _inner(x, k, tmp, out)
-    a = np.abs(x, out=tmp("a"))
-    near = np.less(a, k.half, out=tmp("near", np.bool_))
-    s *= near
-    b = np.clip(a, k.half, k.far_erf, out=tmp("b"))
-    u = _ratio(b, k.pe, k.qe, tmp)  # -2 erfc(b) exp(b**2)
+    w = _weights(s, c, tmp)
+    b = np.clip(np.abs(x, out=tmp("b")), k.half, k.far_erf, out=tmp("b"))
     e = np.square(b, out=tmp("e"))  # (the rounding of b**2 is below erf's: erfc is small where it counts)
-    np.negative(e, out=e)
-    np.exp(e, out=e)
-    u *= e
-    u += k.two  # 2 erf(|x|) from the tail's erfc,
-    np.logical_not(near, out=near)
-    u *= near
-    u *= c  # times the clamped x, +-1/2 wherever the tail counts (cheaper than copysign)
+    np.exp(e, out=e)  # (at most exp(36))
+    q = _horner(b, k.qe, tmp("q"))
+    q *= e
+    u = _horner(b, k.pe, tmp("r"))
+    u /= q  # -erfc(b) = -P / (Q exp(b**2))
+    u += k.one  # erf(|x|) from the tail's erfc,
+    u *= w  # with the sign of x, and 0 inside
     s += u
     return s
+
+
+def _weights(s: Any, c: Any, tmp: _Scratch) -> Any:
+    """The tail's weight ``w = trunc(2 c)`` from the clamped ``c``: +-1 on the tail, +-0 inside; ``s`` (the inner
+    part) zeroed on the tail, in place. (Float weights: cheaper than masks and copysign.)"""
+    w = np.add(c, c, out=tmp("w"))
+    np.trunc(w, out=w)
+    s *= np.equal(w, 0, out=tmp("near", np.bool_))
+    return w
 
 
 def erfc_values(x: Any, scale: float = 1.0) -> Any:
@@ -300,26 +302,21 @@ def _erfc_kernel(x: Any, k: _Table, tmp: _Scratch, out: Any, scale: float) -> An
     scaled = scale != 1.0
     s, c = _inner(x, k, tmp, out, None if not scaled else k.sqrt_half if scale > 0 else -k.sqrt_half)
     np.subtract(k.one, s, out=s)  # 1 - erf(v)
+    w = _weights(s, c, tmp)
     a = np.abs(x, out=tmp("a"))
-    near = np.less(a, k.half if not scaled else k.half / k.sqrt_half, out=tmp("near", np.bool_))
-    s *= near
     if k.wide:
-        w, u = _wide_tail(a, k, tmp, scaled), tmp("u")
+        wide, u = _wide_tail(a, k, tmp, scaled), tmp("u")
         if u is None:  # (the stand-ins of jit and vmap record ufuncs)
-            u = np.positive(w, dtype=k.dtype)
+            u = np.positive(wide, dtype=k.dtype)
         else:
-            np.copyto(u, w)
-        u *= np.add(c, c, out=tmp("sign"))  # (+-1 wherever the tail counts: exact also for subnormal erfc)
+                np.copyto(u, wide)
     else:
         r, b = _scaled_tail(a, k, tmp, k.r, k.far, scaled)
         u = _times_gauss(r, b, k, tmp, scaled)
-        u *= k.two
-        u *= c  # erfc(|v|) for v > 0, and 2 - erfc(|v|) for v < 0 (c is +-1/2 wherever the tail counts):
-    neg = np.less(c, 0, out=tmp("neg", np.bool_))
-    u += neg
-    u += neg
-    np.logical_not(near, out=near)
-    u *= near
+    u *= w  # erfc(|v|) for v > 0, and 2 - erfc(|v|) for v < 0, 0 inside:
+    two = np.abs(w, out=tmp("two"))
+    two -= w
+    u += two
     s += u
     return s
 
