@@ -1,14 +1,16 @@
 """Fit the coefficients of leanpass/functional/_erf.py again (needs mpmath; a few minutes on one core).
 
-    python benchmarks/erf_fit.py
+    python benchmarks/erf_fit.py [TABLE ...]     # e.g. _S64 _PE64: only those
 
 Each polynomial is fitted by least squares on Chebyshev nodes against a 60-digit reference, then
-reweighted (Lawson's iteration) towards the minimax fit; the script prints each table with its fit
-error (the largest weighted error over the nodes), in the order the module lists them.
+reweighted (Lawson's iteration) towards the minimax fit; each rational ``P/Q`` (``Q(0) = 1``) the same way
+on the linearised error ``(P - f Q) / Q_previous``. The script prints each table with its fit error (the
+largest weighted error over the nodes), in the order the module lists them.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import mpmath as mp
@@ -43,6 +45,49 @@ def fit(f: Callable[[mp.mpf], mp.mpf], lo: float, hi: float, degree: int, weight
     return [float(c) for c in coefs], worst
 
 
+def fit_ratio(f: Callable[[mp.mpf], mp.mpf], lo: float, hi: float, m: int, n: int,
+              weight: Callable[..., mp.mpf] | None = None, nodes: int = 120,
+              rounds: int = 15) -> tuple[list[float], list[float], mp.mpf]:
+    """``P`` (degree m) and ``Q`` (degree n, ``Q(0) = 1``), lowest power first, with ``P / Q`` nearest ``f`` on
+    [lo, hi] (relative to ``f`` unless ``weight(x, f(x))`` says otherwise), and the fit error (the best round)."""
+    a, b = mp.mpf(lo), mp.mpf(hi)
+    xs = [(a + b) / 2 + (b - a) / 2 * mp.cos(mp.pi * (k + mp.mpf(0.5)) / nodes) for k in range(nodes)]
+    fs = [f(x) for x in xs]
+    scale = [1 / abs(v) if weight is None else weight(x, v) for x, v in zip(xs, fs)]
+    w, qs = [mp.mpf(1)] * nodes, [mp.mpf(1)] * nodes
+    best: tuple[list[mp.mpf], list[mp.mpf], mp.mpf] | None = None
+    for _ in range(rounds):
+        design, rhs = mp.matrix(nodes, m + 1 + n), mp.matrix(nodes, 1)
+        for i, (x, v) in enumerate(zip(xs, fs)):
+            s, p = mp.sqrt(w[i]) * scale[i] / abs(qs[i]), mp.mpf(1)
+            for j in range(m + 1):
+                design[i, j], p = p * s, p * x
+            p = x
+            for j in range(n):
+                design[i, m + 1 + j], p = -v * p * s, p * x
+            rhs[i] = v * s
+        sol = mp.qr_solve(design, rhs)[0]
+        pc, qc = [sol[j] for j in range(m + 1)], [mp.mpf(1)] + [sol[m + 1 + j] for j in range(n)]
+        qs = [mp.polyval(qc[::-1], x) for x in xs]
+        errors = [abs(mp.polyval(pc[::-1], x) / q - v) * s for x, q, v, s in zip(xs, qs, fs, scale)]
+        worst = max(errors)
+        if best is None or worst < best[2]:
+            best = (pc, qc, worst)
+        total = sum(wi * e for wi, e in zip(w, errors))
+        w = [wi * e / total for wi, e in zip(w, errors)]
+    assert best is not None
+    return [float(c) for c in best[0]], [float(c) for c in best[1]], best[2]
+
+
+def erfcx(x: mp.mpf) -> mp.mpf:
+    return mp.erfc(x) * mp.exp(x * x)
+
+
+def for_erf(x: mp.mpf, v: mp.mpf) -> mp.mpf:
+    """The weight that makes the fit's error of ``erfcx`` that of ``erf`` (``erfc`` absolute, over ``erf``)."""
+    return mp.exp(-x * x) / mp.erf(x)
+
+
 def scaled_tail(p: float) -> Callable[[mp.mpf], mp.mpf]:
     """``erfc(x) exp(x**2) / t`` as a function of ``t = 1 / (1 + p x)``."""
     pp = mp.mpf(p)
@@ -63,22 +108,30 @@ def absolute(p: float) -> Callable[..., mp.mpf]:
 
 
 def main() -> None:
-    def inner(z: mp.mpf) -> mp.mpf:  # erf(x) / x as a function of z = x**2
-        return mp.erf(mp.sqrt(z)) / mp.sqrt(z) if z > 0 else 2 / mp.sqrt(mp.pi)
+    def inner(z: mp.mpf) -> mp.mpf:  # erf(x) / x - 1 as a function of z = x**2
+        return (mp.erf(mp.sqrt(z)) / mp.sqrt(z) if z > 0 else 2 / mp.sqrt(mp.pi)) - 1
+
+    def relative_to_erf(t: mp.mpf, v: mp.mpf) -> mp.mpf:  # (the error of erf(x) / x = 1 + S)
+        return 1 / (1 + v)
 
     tables = {
-        "_S64": lambda: fit(inner, 0, 0.25, 8, nodes=60),
-        "_S32": lambda: fit(inner, 0, 0.25, 4, nodes=60),
+        "_S64": lambda: fit(inner, 0, 0.25, 8, weight=relative_to_erf, nodes=60),
+        "_S32": lambda: fit(inner, 0, 0.25, 4, weight=relative_to_erf, nodes=60),
         "_R64": lambda: fit(scaled_tail(0.3), 0, 1 / 1.15, 22, nodes=300),
         "_R32": lambda: fit(scaled_tail(0.5), 0, 1 / 1.25, 9),
-        "_E64": lambda: fit(scaled_tail(0.3), 1 / (1 + 0.3 * 6), 1 / 1.15, 16, nodes=300),
-        "_E32": lambda: fit(scaled_tail(0.5), 1 / (1 + 0.5 * 4), 1 / 1.25, 7),
+        "_PC32, _QC32": lambda: fit_ratio(erfcx, 0.5, 10.1, 3, 4, nodes=80),
+        "_PE64, _QE64": lambda: fit_ratio(erfcx, 0.5, 6.0, 6, 7, weight=for_erf),
+        "_PE32, _QE32": lambda: fit_ratio(erfcx, 0.5, 4.0, 2, 3, weight=for_erf, nodes=80),
         "_G64": lambda: fit(scaled_tail(0.3), 0, 1, 24, nodes=150),
         "_G32": lambda: fit(scaled_tail(0.4), 0, 1, 6, weight=absolute(0.4), nodes=150),
     }
+    only = sys.argv[1:]  # (table names to fit, all by default)
     for name, make in tables.items():
-        coefs, error = make()
-        print(f"{name} = {tuple(coefs)!r}  # fit error {mp.nstr(error, 3)}", flush=True)
+        if only and not any(n in name for n in only):
+            continue
+        *coefs, error = make()
+        shown = ", ".join(repr(tuple(c)) for c in coefs)
+        print(f"{name} = {shown}  # fit error {mp.nstr(error, 3)}", flush=True)
 
 
 if __name__ == "__main__":

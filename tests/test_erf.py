@@ -38,13 +38,13 @@ def test_float64_erf_and_erfc_within_a_few_ulps_of_the_standard_library() -> Non
     x = _grid(np.float64)
     want_erf = np.array([math.erf(v) for v in x])
     want_erfc = np.array([math.erfc(v) for v in x])  # (subnormal results included: down to 5e-324 at 27.2)
-    assert _ulps(E.erf_values(x), want_erf, np.float64).max() <= 4
-    assert _ulps(E.erfc_values(x), want_erfc, np.float64).max() <= 8
+    assert _ulps(E.erf_values(x), want_erf, np.float64).max() <= 3
+    assert _ulps(E.erfc_values(x), want_erfc, np.float64).max() <= 7
     # the same against SciPy, where SciPy is accurate (its erfc errs by x**2 ulps further out, and by up to
     # 4 ulps here: the bound adds them)
     inner = np.abs(x) <= 2
     assert _ulps(E.erfc_values(x)[inner], sp.erfc(x)[inner], np.float64).max() <= 12
-    assert _ulps(E.erf_values(x), sp.erf(x), np.float64).max() <= 4
+    assert _ulps(E.erf_values(x), sp.erf(x), np.float64).max() <= 3
 
 
 def test_erfc_keeps_its_relative_precision_down_to_the_subnormals() -> None:
@@ -55,16 +55,16 @@ def test_erfc_keeps_its_relative_precision_down_to_the_subnormals() -> None:
     normal = want > np.finfo(np.float64).tiny
     np.testing.assert_allclose(got[normal], want[normal], rtol=2e-15)
     assert np.all(np.abs(got - want)[~normal] <= 4 * 5e-324)  # (subnormals: a few of their spacing)
-    # float32: the tail to 10, where it becomes subnormal
+    # float32: the tail to 10, where it becomes subnormal (computed in float64 and rounded once)
     x32 = np.linspace(3.0, 10.1, 2001).astype(np.float32)
     want32 = sp.erfc(x32.astype(np.float64))
-    assert _ulps(E.erfc_values(x32), want32, np.float32).max() <= 8
+    assert _ulps(E.erfc_values(x32), want32, np.float32).max() <= 2
 
 
 def test_float32_is_computed_in_float32_within_a_few_ulps() -> None:
     x = _grid(np.float32)
     x64 = x.astype(np.float64)
-    for fn, want, ulps in ((E.erf_values, sp.erf(x64), 4), (E.erfc_values, sp.erfc(x64), 8)):
+    for fn, want, ulps in ((E.erf_values, sp.erf(x64), 3), (E.erfc_values, sp.erfc(x64), 2)):
         got = fn(x)
         assert got.dtype == np.float32
         assert _ulps(got, want, np.float32).max() <= ulps
@@ -134,6 +134,18 @@ def test_jit_and_vmap_give_eager_bits() -> None:
         np.testing.assert_array_equal(lp.vmap(fn)(x)._data, eager)
         x32 = x.astype(np.float32)
         np.testing.assert_array_equal(lp.jit(fn)(x32)._data, fn(x32)._data)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_large_array_in_slices_gives_the_bits_of_one_pass(dtype: type) -> None:
+    x = (np.random.default_rng(2).standard_normal((3, E._CHUNK_BYTES // 4 + 5)) * 5).astype(dtype)
+    x[0, :7] = [0.0, -0.0, np.inf, -np.inf, np.nan, 30.0, -30.0]
+    assert x.nbytes > 2 * E._CHUNK_BYTES  # (sliced eagerly; the stand-ins of jit run one pass)
+    for fn in (lp.erf, lp.erfc, lp.special.ndtr):
+        eager = fn(x)._data
+        np.testing.assert_array_equal(lp.jit(fn)(x)._data, eager)
+        np.testing.assert_array_equal(fn(x[:, ::-1])._data, eager[:, ::-1])  # (a strided view)
+    np.testing.assert_array_equal(E.erfc_values(x, -math.sqrt(0.5))[1], E.erfc_values(x[1], -math.sqrt(0.5)))
 
 
 def _gelu_exact(t: object) -> lp.Tensor:

@@ -1,25 +1,35 @@
 """The error function and the normal cdf in NumPy: ``erf``, ``erfc`` and the exact GELU's ``x Φ(x)`` with
 its slope, each in a fixed number of passes over the array (no branch by value), float32 computed in
-float32 and everything else in float64.
+float32 (but for float32 ``erfc``'s tail, rounded once from float64) and everything else in float64.
 
-The approximations (coefficients fitted for LeanPass: least squares against a 60-digit reference on
-Chebyshev nodes, reweighted towards the minimax fit; their fit errors are below):
+The approximations (coefficients fitted for LeanPass by ``benchmarks/erf_fit.py``: least squares against a
+60-digit reference on Chebyshev nodes, reweighted towards the minimax fit; their fit errors are below):
 
-- ``|x| < 1/2``: ``erf(x) = x S(x**2)``, ``S`` of degree 8 (relative error 4e-18) in float64, 4 (1.4e-9)
-  in float32.
-- ``|x| >= 1/2``: ``erfc(|x|) = t exp(-x**2) R(t)`` with ``t = 1 / (1 + p |x|)``, which maps the whole
-  tail into ``(0, 1)``: ``R`` of degree 22 with ``p = 0.3`` (relative error 5e-18) in float64, 9 with
-  ``p = 0.5`` (1.4e-8) in float32. For ``erfc``, ``exp(-x**2)`` is taken as ``exp(-h**2) exp(-(x - h)(x + h))``
-  with ``h`` the multiple of 1/16 below ``|x|`` (``h**2`` exact), so that the rounding of ``x**2`` does
-  not cost the far tail its relative precision (down to the subnormals).
+- ``|x| < 1/2``: ``erf(x) = x + x S(x**2)``, ``S`` of degree 8 (relative error 4e-18) in float64, 4 (1.4e-9)
+  in float32 (the larger term ``x`` exact).
+- ``erf``, ``|x| >= 1/2``: ``1 - exp(-x**2) P(x) / Q(x)`` up to 6 (float64; degrees 6 and 7) or 4 (float32;
+  2 and 3), where ``erfc`` drops below half an ulp of 1; fitted for the error of ``erf`` (``erfc`` absolute:
+  4.8e-19 and 6e-9), all coefficients positive, so that Horner's rule loses nothing to cancellation.
+- ``erfc``, ``|x| >= 1/2``, float64: ``t exp(-x**2) R(t)`` with ``t = 1 / (1 + 0.3 |x|)``, which maps the whole
+  tail into ``(0, 1)``: ``R`` of degree 22 (relative error 5e-18). ``exp(-x**2)`` is one ``exp`` of the
+  exponent ``-h**2 - l (x + h)`` (``x = h + l``, ``h`` a multiple of 2**-20: ``h**2`` exact) times ``1 + e``,
+  ``e`` its rounding error (Fast2Sum), so that the rounding of ``x**2`` does not cost the far tail its
+  relative precision (down to the subnormals). float32: ``exp(-x**2) P(x) / Q(x)`` (degrees 3 and 4, relative
+  error 7.1e-8) evaluated in float64, where ``x**2`` is exact, and rounded to float32 once.
+- ``log_erfc_tail``: ``-x**2 + log(t R(t))``, ``R`` as above in float64; in float32 ``R`` of degree 9 with
+  ``p = 0.5`` (relative error 1.4e-8).
 - The GELU's ``Φ(-|x|) = erfc(|x| / sqrt(2)) / 2`` by the tail's form over the whole line: ``p = 0.3`` and
   degree 24 (relative error 4e-18) in float64; ``p = 0.4`` and degree 6 in float32, fitted for absolute
   error (3.8e-9 in ``Φ``: as PyTorch's float32 GELU, it is accurate to the float32 rounding of ``x Φ(x)``
   near 0 and loses relative precision far in the left tail).
 
+Accuracy (against ``math.erf``/``math.erfc`` in float64, SciPy in float32, over the whole line): ``erf``
+within 3 ulps in float64 and 2.2 in float32; ``erfc`` within 7 ulps in float64 (worst from 1/2 to 4: the
+rounding of ``t`` and of Horner's rule in ``R``) and 1.7 in float32.
+
 Both parts run on every element, each on inputs clamped into its own range, and are blended with
 0/1 weights (exact: one of the two terms is 0); a masked select would be several times slower.
-Temporaries are updated in place.
+Temporaries are updated in place, a large array in slices that keep them in the cache.
 
 >>> erf_values(np.array([0.0, 0.5, 3.0]))
 array([0.        , 0.52049988, 0.99997791])
@@ -37,13 +47,13 @@ from ._scratch import buffer
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
-# erf(x) / x as a polynomial in x*x for |x| < 1/2 (lowest power first)
-_S64 = (1.1283791670955126, -0.37612638903183465, 0.11283791670924812, -0.026866170632715337,
+# erf(x) / x - 1 as a polynomial in x*x for |x| < 1/2 (lowest power first)
+_S64 = (0.12837916709551256, -0.37612638903183465, 0.11283791670924812, -0.026866170632715337,
         0.005223977370319446, -0.0008548297523813417, 0.0001205332428644171, -1.484558307451849e-05,
         1.472320876285074e-06)
-_S32 = (1.1283791655671744, -0.37612608570696193, 0.11282822767321261, -0.026757181560879247,
+_S32 = (0.12837916556717452, -0.37612608570696193, 0.11282822767321261, -0.026757181560879247,
         0.00471798467604301)
-# erfc(x) exp(x*x) / t as a polynomial in t = 1 / (1 + p x), for x >= 1/2
+# erfc(x) exp(x*x) / t as a polynomial in t = 1 / (1 + p x), for x >= 1/2 (log_erfc_tail: x up to inf)
 _P64 = 0.3
 _R64 = (0.16925687506432688, 0.16925687506432582, 0.16164031568664278, 0.14640719691405185, 0.1245857550019323,
         0.0982324414494795, 0.07020095593478705, 0.04367447926334096, 0.02159377217136097, 0.005657408871035784,
@@ -54,13 +64,17 @@ _P32 = 0.5
 _R32 = (0.2820947879360022, 0.2820955801442248, 0.24680761222634462, 0.1765794665752253, 0.08292420651631033,
         -0.008791491718128907, -0.014387525670929763, -0.19187624909453524, 0.20892373120237226,
         -0.0644435451656145)
-# the same for erf, which needs erfc only up to where it is below half an ulp of 1 (6 in float64, 4 in float32)
-_E64 = (0.16925663286163087, 0.1692647162898736, 0.16152154249706852, 0.14752476390857755, 0.11727346273543691,
-        0.1335145251125345, -0.05965752807962975, 0.41549551759778947, -0.8149400794521955, 1.487681820812965,
-        -2.058262232490519, 2.193955831075699, -1.7706744702727657, 1.014088158676615, -0.38279393084888197,
-        0.08527340430744765, -0.008522134752546215)
-_E32 = (0.28255964781469034, 0.27511532376578646, 0.29107704510247007, 0.02420070708834566, 0.3827517617819474,
-        -0.31534123362482014, 0.044271636633790454, 0.015408083279833397)
+# float32's erfc(x) exp(x*x) = P(x) / Q(x) for x in [1/2, 10.1], evaluated in float64
+_PC32 = (0.9998404643751175, 1.1013255269685398, 0.5474724988800965, 0.12518460680406385)
+_QC32 = (1.0, 2.228385539932038, 2.0668433032031697, 0.9700852770351486, 0.22189270825181265)
+# the same for erf, which needs erfc only to the absolute precision of erf and only up to where it is below half
+# an ulp of 1 (6 in float64, 4 in float32)
+_PE64 = (1.000000000051345, 1.494597926211158, 1.1149928783167609, 0.4988862244482275, 0.13939785009403963,
+         0.022996605046355163, 0.0017662776124644085)
+_QE64 = (1.0, 2.6229770941857082, 3.0747055801158205, 2.097595665189504, 0.9047172010591367, 0.24863368960441756,
+         0.04076089932906119, 0.003130631471505727)
+_PE32 = (1.000116348677134, 0.6883489826621216, 0.20021339597422264)
+_QE32 = (1.0, 1.817806838961564, 1.2469545018480177, 0.3523370460869351)
 # the same form from x = 0 (the GELU's Φ): float64 relative, float32 absolute
 _G64 = (0.16925687506432688, 0.16925687506432788, 0.1616403156862104, 0.14640719695010598, 0.1245857534077781,
         0.09823248468558918, 0.07020017097937574, 0.04368458362316205, 0.02149777867088297, 0.006350165246081626,
@@ -76,23 +90,30 @@ _G32 = (0.24054592375570008, 0.09701520978499006, 0.6698850181858129, -0.7033105
 class _Table:
     """The constants of one float dtype, as NumPy scalars of that dtype (so no NumPy widens an operand)."""
 
-    def __init__(self, dtype: Any, s: tuple[float, ...], p: float, r: tuple[float, ...], r_erf: tuple[float, ...],
-                 far_erf: float, pg: float, g: tuple[float, ...], far: float) -> None:
+    def __init__(self, dtype: Any, s: tuple[float, ...], p: float, r: tuple[float, ...], erf: tuple[Any, ...],
+                 far_erf: float, pg: float, g: tuple[float, ...], far: float,
+                 erfc: tuple[Any, ...] = ((), (), 0.0)) -> None:
         self.dtype = c = np.dtype(dtype).type
         self.s = tuple(c(v) for v in reversed(s))  # (highest power first, for Horner)
         self.r = tuple(c(v) for v in reversed(r))
-        self.r_erf, self.far_erf = tuple(c(v) for v in reversed(r_erf)), c(far_erf)  # erf: erfc to far_erf only
+        # erf's tail: -P (see _erf_kernel) and Q, up to far_erf; float32's erfc tail: P and Q in float64
+        self.pe, self.qe = tuple(c(-v) for v in reversed(erf[0])), tuple(c(v) for v in reversed(erf[1]))
+        self.far_erf = c(far_erf)
+        self.pc = tuple(np.float64(v) for v in reversed(erfc[0]))
+        self.qc = tuple(np.float64(v) for v in reversed(erfc[1]))
+        self.far_c, self.wide = c(erfc[2]), bool(erfc[0])
         self.g = tuple(c(v * math.sqrt(math.pi / 2)) for v in reversed(g))  # (times sqrt(2 pi) / 2: see gelu_values)
         self.p, self.pg = c(p), c(pg * _SQRT_HALF)
         self.half, self.one, self.two = c(0.5), c(1.0), c(2.0)
         self.far = c(far)  # erfc has underflowed to 0 beyond this
         self.gfar = c(far / _SQRT_HALF)  # the GELU's x where Φ(x) is 0 or 1 exactly
         self.log_inv_sqrt_2pi, self.sqrt_half = c(math.log(_INV_SQRT_2PI)), c(_SQRT_HALF)
-        self.sixteen, self.sixteenth = c(16.0), c(1 / 16)
+        self.fine, self.unfine = c(2.0**20), c(2.0**-20)
 
 
-_F64 = _Table(np.float64, _S64, _P64, _R64, _E64, 6.0, _P64, _G64, 28.0)
-_F32 = _Table(np.float32, _S32, _P32, _R32, _E32, 4.0, _PG32, _G32, 11.0)
+_F64 = _Table(np.float64, _S64, _P64, _R64, (_PE64, _QE64), 6.0, _P64, _G64, 28.0)
+_F32 = _Table(np.float32, _S32, _P32, _R32, (_PE32, _QE32), 4.0, _PG32, _G32, 11.0, (_PC32, _QC32, 10.1))
+_CHUNK_BYTES = 1 << 18  # the size of a slice of a large array (see _chunked)
 
 
 def _table(x: Any) -> tuple[Any, _Table, Any]:
@@ -153,6 +174,7 @@ def _inner(x: Any, k: _Table, tmp: _Scratch, out: Any, scale: Any = None) -> tup
     z = np.multiply(c, c, out=tmp("z"))
     s = _horner(z, k.s, out)
     s *= c
+    s += c  # (v + v S(v**2): the larger term exact)
     return s, c
 
 
@@ -169,31 +191,60 @@ def _scaled_tail(a: Any, k: _Table, tmp: _Scratch, coefs: tuple[Any, ...], far: 
     return r, b
 
 
-def _tail(a: Any, k: _Table, tmp: _Scratch, coefs: tuple[Any, ...], far: Any, split: bool,
-          scaled: bool = False) -> Any:
-    """``erfc(v)`` for ``v = a`` (``a / sqrt(2)`` if ``scaled``) at least 1/2 (finite for every ``a``:
-    computed at ``v`` clamped into [1/2, far]), in a scratch array."""
-    r, b = _scaled_tail(a, k, tmp, coefs, far, scaled)
-    if split:  # exp(-b**2) = exp(-h**2) exp(-(b - h)(b + h)), h = floor(16 b) / 16: h**2 is exact
-        h = np.multiply(b, k.sixteen, out=tmp("h"))
-        np.floor(h, out=h)
-        h *= k.sixteenth
-        e = np.add(b, h, out=tmp("t"))
-        b -= h
-        e *= b
-        e *= -k.half if scaled else -k.one  # (exp(-v**2) = exp(-b**2 / 2) if scaled: halving is exact)
-        np.exp(e, out=e)
-        r *= e
-        np.square(h, out=h)
-        h *= -k.half if scaled else -k.one
-        np.exp(h, out=h)
-        r *= h  # (the smallest factor last: a subnormal result is rounded once)
-    else:
-        e = np.square(b, out=tmp("t"))
-        np.negative(e, out=e)
-        np.exp(e, out=e)
-        r *= e
+def _times_gauss(r: Any, b: Any, k: _Table, tmp: _Scratch, scaled: bool) -> Any:
+    """``r * exp(-b**2)`` (``exp(-b**2 / 2)`` if ``scaled``) in place, to the relative precision of ``r`` for every
+    ``b`` (the rounding of ``b**2`` would cost ``b**2`` ulps): ``b = h + l``, ``h`` a multiple of 2**-20 (``h**2``
+    exact), and the rounding of the exponent ``-h**2 - l (b + h)`` recovered (Fast2Sum), so that one ``exp`` and
+    a factor ``1 + err`` give it."""
+    h = np.multiply(b, k.fine, out=tmp("h"))
+    np.floor(h, out=h)
+    h *= k.unfine
+    low = np.subtract(h, b, out=tmp("low"))  # -l, exact
+    e = np.add(b, h, out=tmp("e"))
+    low *= e  # -l (b + h), small
+    np.square(h, out=h)  # h**2, exact
+    np.subtract(low, h, out=e)  # the exponent, rounded,
+    h += e
+    np.subtract(low, h, out=low)  # and its rounding error
+    if scaled:
+        e *= k.half
+        low *= k.half
+    low += k.one
+    np.exp(e, out=e)
+    r *= low
+    r *= e  # (the smallest factor last: a subnormal result is rounded once)
     return r
+
+
+def _wide_tail(a: Any, k: _Table, tmp: _Scratch, scaled: bool) -> Any:
+    """``erfc(v)`` in float64 for float32 ``a`` (``v`` as in ``_erfc_kernel``), so that it is rounded once."""
+    lo, hi = (k.half, k.far_c) if not scaled else (k.half / k.sqrt_half, k.far_c / k.sqrt_half)
+    b = np.clip(a, lo, hi, out=tmp("b", np.float64), dtype=np.float64)
+    v = b if not scaled else np.multiply(b, _SQRT_HALF, out=tmp("v", np.float64))
+    e = np.square(b, out=tmp("e", np.float64))  # (exact)
+    if scaled:
+        e *= 0.5
+    np.exp(e, out=e)  # (at most exp(102): no overflow)
+    q = _horner(v, k.qc, tmp("q", np.float64))
+    q *= e
+    r = _horner(v, k.pc, tmp("r", np.float64))
+    r /= q  # P / (Q exp(b**2))
+    return r
+
+
+def _chunked(kernel: Any, x: Any, k: _Table, *args: Any) -> Any:
+    """``kernel(x, k, tmp, out, *args)`` over ``x``: a large plain array in slices of ``_CHUNK_BYTES``, written
+    into one output (the temporaries of a slice stay in the cache: 1.3-1.5x faster at half a million values;
+    the bits are those of one pass), anything else in one call."""
+    step = _CHUNK_BYTES // x.dtype.itemsize
+    if type(x) is not np.ndarray or x.size <= step:
+        return kernel(x, k, _Scratch(x), None, *args)
+    out = np.empty(x.shape, x.dtype)
+    flat, dest = x.reshape(-1), out.reshape(-1)
+    for i in range(0, x.size, step):
+        part = flat[i:i + step]
+        kernel(part, k, _Scratch(part), dest[i:i + step], *args)
+    return out
 
 
 def erf_values(x: Any) -> Any:
@@ -204,19 +255,32 @@ def erf_values(x: Any) -> Any:
     """
     x0 = x
     x, k, back = _table(x)
-    tmp = _Scratch(x)
-    s, c = _inner(x, k, tmp, None)
-    a = np.abs(x, out=tmp("a"))
-    near = np.less(a, k.half, out=tmp("near", np.bool_))
-    s *= near
-    u = _tail(a, k, tmp, k.r_erf, k.far_erf, False)
-    u *= -k.two
-    u += k.two  # 2 erf(|x|) from the tail's erfc,
-    np.logical_not(near, out=near)
-    u *= near
-    u *= c  # times the clamped x, +-1/2 wherever the tail counts (cheaper than copysign)
+    return _done(_chunked(_erf_kernel, x, k), back, x0)
+
+
+def _erf_kernel(x: Any, k: _Table, tmp: _Scratch, out: Any) -> Any:
+    s, c = _inner(x, k, tmp, out)
+    w = _weights(s, c, tmp)
+    b = np.clip(np.abs(x, out=tmp("b")), k.half, k.far_erf, out=tmp("b"))
+    e = np.square(b, out=tmp("e"))  # (the rounding of b**2 is below erf's: erfc is small where it counts)
+    np.exp(e, out=e)  # (at most exp(36))
+    q = _horner(b, k.qe, tmp("q"))
+    q *= e
+    u = _horner(b, k.pe, tmp("r"))
+    u /= q  # -erfc(b) = -P / (Q exp(b**2))
+    u += k.one  # erf(|x|) from the tail's erfc,
+    u *= w  # with the sign of x, and 0 inside
     s += u
-    return _done(s, back, x0)
+    return s
+
+
+def _weights(s: Any, c: Any, tmp: _Scratch) -> Any:
+    """The tail's weight ``w = trunc(2 c)`` from the clamped ``c``: +-1 on the tail, +-0 inside; ``s`` (the inner
+    part) zeroed on the tail, in place. (Float weights: cheaper than masks and copysign.)"""
+    w = np.add(c, c, out=tmp("w"))
+    np.trunc(w, out=w)
+    s *= np.equal(w, 0, out=tmp("near", np.bool_))
+    return w
 
 
 def erfc_values(x: Any, scale: float = 1.0) -> Any:
@@ -229,25 +293,32 @@ def erfc_values(x: Any, scale: float = 1.0) -> Any:
     """
     x0 = x
     x, k, back = _table(x)
-    tmp = _Scratch(x)
-    scaled = scale != 1.0
-    if scaled and abs(abs(scale) - _SQRT_HALF) > 1e-15:
+    if scale != 1.0 and abs(abs(scale) - _SQRT_HALF) > 1e-15:
         raise ValueError(f"erfc_values: scale must be 1 or +-1/sqrt(2), got {scale}")
-    s, c = _inner(x, k, tmp, None, None if not scaled else k.sqrt_half if scale > 0 else -k.sqrt_half)
+    return _done(_chunked(_erfc_kernel, x, k, scale), back, x0)
+
+
+def _erfc_kernel(x: Any, k: _Table, tmp: _Scratch, out: Any, scale: float) -> Any:
+    scaled = scale != 1.0
+    s, c = _inner(x, k, tmp, out, None if not scaled else k.sqrt_half if scale > 0 else -k.sqrt_half)
     np.subtract(k.one, s, out=s)  # 1 - erf(v)
+    w = _weights(s, c, tmp)
     a = np.abs(x, out=tmp("a"))
-    near = np.less(a, k.half if not scaled else k.half / k.sqrt_half, out=tmp("near", np.bool_))
-    s *= near
-    u = _tail(a, k, tmp, k.r, k.far, True, scaled)
-    u *= c  # erfc(|v|) for v > 0, and 2 - erfc(|v|) for v < 0 (c is +-1/2 wherever the tail counts):
-    u *= k.two
-    neg = np.less(c, 0, out=tmp("neg", np.bool_))
-    u += neg
-    u += neg
-    np.logical_not(near, out=near)
-    u *= near
+    if k.wide:
+        wide, u = _wide_tail(a, k, tmp, scaled), tmp("u")
+        if u is None:  # (the stand-ins of jit and vmap record ufuncs)
+            u = np.positive(wide, dtype=k.dtype)
+        else:
+                np.copyto(u, wide)
+    else:
+        r, b = _scaled_tail(a, k, tmp, k.r, k.far, scaled)
+        u = _times_gauss(r, b, k, tmp, scaled)
+    u *= w  # erfc(|v|) for v > 0, and 2 - erfc(|v|) for v < 0, 0 inside:
+    two = np.abs(w, out=tmp("two"))
+    two -= w
+    u += two
     s += u
-    return _done(s, back, x0)
+    return s
 
 
 def log_erfc_tail(x: Any) -> Any:
