@@ -4,6 +4,7 @@ randomness, donation, errors, threads, and every op of functional.OPS under jit(
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 import numpy as np
 import op_samples
@@ -791,6 +792,50 @@ def test_a_training_step_replays_through_its_written_out_check():
         assert "_tree_flatten_cache" in vars(model)
         assert jstep._fast is not None and jstep._fast[0]((model, x, y), {}) is not None
     assert jstep.trace_count == 1
+
+
+def test_outputs_rebuild_their_structure_and_frozen_modules_remember_a_walks_flatten():
+    # The output's structure is written out with the Tensors' rebuilding: each outermost frozen module
+    # remembers the flatten a walk gives (leaves, structure); one holding a list remembers nothing.
+    x = np.linspace(-1.0, 1.0, 6)
+
+    class Pair(NamedTuple):
+        a: object
+        b: object
+
+    def f(model, w):
+        lin = model.layers[0].replace(weight=model.layers[0].weight * w[0])
+        listy = model.layers[1].replace(weight=[model.layers[1].weight, w])  # a list: not frozen
+        return {"m": [model, lin], "p": Pair(listy, None), "w": (w * 2, lp.exp(lp.Tensor(w)))}
+
+    jf = lp.jit(f)
+    for k in range(3):
+        model = nn.MLP([6, 4, 2], rng=k, dtype=np.float64)
+        w = x + k
+        out, eager = jf(model, w), f(model, w)
+        assert same(out, eager)
+        assert type(out["p"]) is Pair and out["p"].b is None
+        for m in (out["m"][0], out["m"][1]):
+            walked_leaves, walked_def = lp.tree_flatten(m.replace())  # (a copy remembers nothing: a walk)
+            _, leaves, treedef = vars(m)["_tree_flatten_cache"]
+            assert treedef == walked_def and len(leaves) == len(walked_leaves)
+            assert all(a is b for a, b in zip(leaves, lp.tree_flatten(m)[0]))
+            assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(leaves, walked_leaves))
+        assert "_tree_flatten_cache" not in vars(out["p"].a)
+    assert jf.trace_count == 1
+
+
+def test_an_output_too_deep_to_write_out_still_rebuilds():
+    def f(w):
+        deep = w * 2
+        for _ in range(300):  # deeper than Python's parser takes nested brackets
+            deep = (deep,)
+        return nn.Linear(2, 2, rng=0, dtype=np.float64).replace(weight=deep), w + 1
+
+    jf = lp.jit(f)
+    for k in range(2):
+        w = np.arange(2.0) + k
+        assert same(jf(w), f(w))
 
 
 def test_a_treedef_argument_is_a_leaf_compared_by_value():

@@ -210,19 +210,26 @@ def _builder(td: TreeDef, remember: bool = False) -> tuple[int, Callable[[list[A
     return count[0], eval(code, names)  # noqa: S307 - our own expression, written from the treedef
 
 
-def _write(td: TreeDef, names: dict[str, Any], count: list[int], remember: bool = False) -> str:
-    """The expression building ``td`` from the list ``L``; ``names`` gets what it refers to."""
+def _write(td: TreeDef, names: dict[str, Any], count: list[int], remember: Any = False, leaf: str = "L[{}]") -> str:
+    """The expression building ``td`` from the list ``L`` (or the leaves named by ``leaf``); ``names``
+    gets what it refers to. ``remember``: see ``_builder``, or an epoch (see ``_expression``)."""
     kind, meta, kids = td
     if kind is None:
         count[0] += 1
-        return f"L[{count[0] - 1}]"
-    if remember and kind in _FROZEN_CLASSES:
+        return leaf.format(count[0] - 1)
+    if remember is True and kind in _FROZEN_CLASSES:
         i = len(names)
         names[f"d{i}"], names["T"] = td, tree_unflatten
         start = count[0]
         count[0] += tree_num_leaves(td)
         return f"T(d{i}, L[{start}:{count[0]}])"
-    parts = ", ".join([_write(k, names, count, remember) for k in kids])
+    if remember is not False and remember is not True and kind in _FROZEN_CLASSES and _frozen(td):
+        i = len(names)
+        start = count[0]
+        built = _write(td, names, count, False, leaf)
+        names[f"d{i}"], names["R"], names["E"] = td, _remember, remember
+        return f"R({built}, ({''.join(leaf.format(k) + ', ' for k in range(start, count[0]))}), d{i}, E)"
+    parts = ", ".join([_write(k, names, count, remember, leaf) for k in kids])
     if kind is tuple:
         return f"({parts},)" if kids else "()"
     i = len(names)
@@ -232,6 +239,21 @@ def _write(td: TreeDef, names: dict[str, Any], count: list[int], remember: bool 
         return f"u{i}({parts})"
     names[f"u{i}"], names[f"m{i}"] = entry[1], meta
     return f"u{i}(m{i}, [{parts}])"
+
+
+def _expression(td: TreeDef, names: dict[str, Any], leaf: str, epoch: Any) -> str:
+    """A Python expression building ``td`` from leaves named ``leaf.format(i)``, for a caller whose
+    leaves are leaves of the walk that made ``td`` at ``epoch`` (``lp.jit``'s outputs): each
+    outermost frozen module is built by its unflatten and remembers its flatten, as
+    ``tree_unflatten`` does it after checking the leaves, while the registry is the one of ``epoch``.
+    Raises RecursionError for a structure too deep to write out.
+    """
+    return _write(td, names, [0], epoch, leaf)
+
+
+def _remember(tree: Any, leaves: tuple[Any, ...], td: TreeDef, epoch: Any) -> Any:
+    tree.__dict__[_CACHE] = (epoch, leaves, td)  # (of an older epoch, it is ignored as any such entry)
+    return tree
 
 
 def _build(td: TreeDef, it: Any) -> Any:

@@ -393,6 +393,7 @@ class Jitted:
         try:
             out = self.f(*new_args, **new_kwargs)
             out_leaves, out_spec = _tree.tree_flatten(out)
+            epoch = _tree._epoch  # (the registry the walk saw: its modules' flatten may register their class)
             kinds, returned = self._outputs(tr, out_leaves)
             done = True
         except _UnderVmapError:  # it returned values batched by an enclosing vmap (from its closure)
@@ -424,10 +425,9 @@ class Jitted:
         namespace["_aliases"] = _aliases
         namespace["_errstate"] = np.errstate
         exec(compile(source, f"<{self.where}>", "exec"), namespace)  # noqa: S102 - our own program
-        n_out, build_tree = _tree._builder(out_spec, remember=True)
         guards = any(ins.kind == "guard" or ins.check for ins in kept)
         run = wrap(namespace["_replay"], len(returned)) if cells.cells else namespace["_replay"]
-        prog = _Program(run, _output_builder(kinds, build_tree), source, len(kept), rng_inputs,
+        prog = _Program(run, _output_builder(kinds, out_spec, epoch), source, len(kept), rng_inputs,
                         guards or bool(cells.cells))
         cause = None
         with self._lock:

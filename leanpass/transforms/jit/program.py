@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core import tree as _tree
 from ...core.tensor import _const, _next_seq
 from .recording import TracedArray, _copy, _Instr, _Trace
 
@@ -293,20 +294,21 @@ def _aliases(*arrays: np.ndarray) -> Any:
     return tuple(pairs) or None
 
 
-def _output_builder(kinds: list[Any], build_tree: Callable[[list[Any]], Any]) -> Callable[[Any], Any]:
-    """``program outputs -> the function's output``: Tensors rebuilt around the replayed arrays."""
+def _output_builder(kinds: list[Any], out_spec: Any, epoch: Any) -> Callable[[Any], Any]:
+    """``program outputs -> the function's output``: Tensors rebuilt around the replayed arrays, the
+    output's structure (``out_spec``, walked at ``epoch``) written out in the same function."""
     lines = []
-    names: dict[str, Any] = {"B": build_tree, "C": _const, "S": _next_seq, "_copy": _copy}
+    names: dict[str, Any] = {"C": _const, "S": _next_seq, "_copy": _copy}
     for i, k in enumerate(kinds):
         if k[0] == "tensor":
             _, trace, ro = k
             if ro:
-                lines.append(f"    o[{i}].flags.writeable = False")
-            lines.append(f"    L{i} = C(o[{i}], {trace}, S())" if trace else f"    L{i} = C(o[{i}])")
+                lines.append(f"    o{i}.flags.writeable = False")
+            lines.append(f"    L{i} = C(o{i}, {trace}, S())" if trace else f"    L{i} = C(o{i})")
         elif k[0] == "array":
             if k[1]:
-                lines.append(f"    if o[{i}].__class__ is _nd: o[{i}].flags.writeable = False")
-            lines.append(f"    L{i} = o[{i}]")
+                lines.append(f"    if o{i}.__class__ is _nd: o{i}.flags.writeable = False")
+            lines.append(f"    L{i} = o{i}")
         elif k[0] == "copy":
             names[f"K{i}"] = k[1]
             lines.append(f"    L{i} = _copy(K{i})")
@@ -316,8 +318,22 @@ def _output_builder(kinds: list[Any], build_tree: Callable[[list[Any]], Any]) ->
             names[f"K{i}"] = k[1]
             lines.append(f"    L{i} = K{i}")
     names["_nd"] = np.ndarray
-    body = "\n".join(lines) if lines else "    pass"
-    src = f"def build(o):\n{body}\n    return B([{', '.join(f'L{i}' for i in range(len(kinds)))}])\n"
-    exec(compile(src, "<leanpass jit output>", "exec"), names)  # noqa: S102
+    if kinds:
+        lines.insert(0, f"    {''.join(f'o{i}, ' for i in range(len(kinds)))}= o")
+    head = "def build(o):\n" + "\n".join(lines)
+    # Each leaf is a leaf of the walk at ``epoch`` (a Tensor, a constant of the trace, or what the program
+    # returns for a traced array: an array or a number, unless such a type has been registered a container)
+    code = None
+    if not any(issubclass(k, (np.ndarray, np.generic, int, float, complex)) for k in _tree._REGISTRY):
+        try:
+            code = compile(f"{head}\n    return {_tree._expression(out_spec, names, 'L{}', epoch)}\n",
+                           "<leanpass jit output>", "exec")
+        except (RecursionError, SyntaxError, MemoryError):  # too deep to write out
+            pass
+    if code is None:
+        names["B"] = _tree._builder(out_spec, remember=True)[1]
+        code = compile(f"{head}\n    return B([{', '.join(f'L{i}' for i in range(len(kinds)))}])\n",
+                       "<leanpass jit output>", "exec")
+    exec(code, names)  # noqa: S102
     build: Callable[[Any], Any] = names["build"]
     return build

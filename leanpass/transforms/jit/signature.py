@@ -120,7 +120,7 @@ def _checker(key: Any, nargs: int) -> Any:
                 lines.append(_layout_check(d, k[3]))
             else:
                 lines.append(f"    if type({d}) is not {name(k[1])}: return None")
-            lines.append(f"    if ({t}._marks != 0) is not {k[-1]!r}: return None")
+            lines.append(f"    if {'not ' if k[-1] else ''}{t}._marks: return None")
             leaves.append(d)
             return
         if type(k) is tuple and k[0] is np.ndarray:
@@ -193,7 +193,10 @@ def _checker(key: Any, nargs: int) -> Any:
                 lines.append(f"    if args[{i}] is not {v} and args[{i}] != {v}: return None")
             else:
                 node(c, f"args[{i}]")
-        node(kw_spec, "kwargs")
+        if kw_spec.kind is dict and not kw_spec.meta:  # (no keyword arguments: ``**kwargs`` is a dict)
+            lines.append("    if kwargs: return None")
+        else:
+            node(kw_spec, "kwargs")
     except _NoCheckerError:
         return None
     for group in separate.values():  # (only Tensors alike can be one object; a set is quicker beyond five)
