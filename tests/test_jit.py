@@ -825,6 +825,26 @@ def test_outputs_rebuild_their_structure_and_frozen_modules_remember_a_walks_fla
     assert jf.trace_count == 1
 
 
+def test_an_output_tensor_is_built_as_any_leaf_tensor():
+    # The build writes out _const: every slot as _const sets it, for a constant and a transform's input.
+    from leanpass.core.tensor import _const, _next_seq
+
+    def f(w, p):
+        return lp.Tensor(w) * 2, p  # (a parameter passed through: a new leaf of its marks)
+
+    jf = lp.jit(f)
+    for k in range(2):
+        plain, marked = jf(np.arange(3.0) + k, lp.Tensor(np.ones(2) * k, requires_grad=True))
+        assert marked._marks
+        for t, ref in ((plain, _const(plain._data)), (marked, _const(marked._data, marked._marks, _next_seq()))):
+            assert type(t) is lp.Tensor
+            for slot in lp.Tensor.__slots__:
+                if slot not in ("__weakref__", "_seq"):
+                    assert hasattr(t, slot) == hasattr(ref, slot)
+                    assert getattr(t, slot, None) is getattr(ref, slot, None)
+            assert (t._seq > 0) == (ref._seq > 0)
+
+
 def test_an_output_too_deep_to_write_out_still_rebuilds():
     def f(w):
         deep = w * 2
