@@ -825,6 +825,32 @@ def test_outputs_rebuild_their_structure_and_frozen_modules_remember_a_walks_fla
     assert jf.trace_count == 1
 
 
+@pytest.mark.parametrize("make", [lambda: nn.Linear(3, 2, rng=0), lambda: nn.MLP([3, 4, 2], rng=0),
+                                  lambda: nn.LayerNorm(3), lambda: nn.Conv2d(1, 2, 3, rng=0),
+                                  lambda: nn.Sequential(nn.Linear(3, 2, rng=0), nn.Flatten())])
+def test_a_modules_unflatten_says_what_it_builds(make):
+    # core.tree writes an unflatten carrying ``cls`` and ``fields`` out inline (jit's outputs): the
+    # description must build what the unflatten builds, and jit's output equal eager's.
+    from leanpass.core import tree
+
+    module = make()
+    leaves, treedef = lp.tree_flatten(module)
+    unflatten = tree._REGISTRY[type(module)][1]
+    children, meta = tree._REGISTRY[type(module)][0](module)
+    children = list(children)
+    built = unflatten(meta, children)
+    assert hasattr(unflatten, "fields") or type(module) is nn.Sequential  # (a class of its own: not written out)
+    if hasattr(unflatten, "fields"):
+        assert unflatten.cls is type(module)
+        described = {f: children[j] if where == "ch" else meta[j] for f, where, j in unflatten.fields}
+        assert list(described) == list(vars(built)) and all(described[k] is v for k, v in vars(built).items())
+    jf = lp.jit(lambda m, s: lp.tree_map(lambda t: t * s, m))
+    for s in (2.0, 3.0):
+        out = jf(module, s)
+        assert same(out, lp.tree_map(lambda t, s=s: t * s, module))
+        assert [k for k in vars(out) if k != "_tree_flatten_cache"] == list(vars(built))
+
+
 def test_an_output_tensor_is_built_as_any_leaf_tensor():
     # The build writes out _const: every slot as _const sets it, for a constant and a transform's input.
     from leanpass.core.tensor import _const, _next_seq

@@ -210,9 +210,11 @@ def _builder(td: TreeDef, remember: bool = False) -> tuple[int, Callable[[list[A
     return count[0], eval(code, names)  # noqa: S307 - our own expression, written from the treedef
 
 
-def _write(td: TreeDef, names: dict[str, Any], count: list[int], remember: Any = False, leaf: str = "L[{}]") -> str:
+def _write(td: TreeDef, names: dict[str, Any], count: list[int], remember: Any = False, leaf: str = "L[{}]",
+           stmts: list[str] | None = None) -> str:
     """The expression building ``td`` from the list ``L`` (or the leaves named by ``leaf``); ``names``
-    gets what it refers to. ``remember``: see ``_builder``, or an epoch (see ``_expression``)."""
+    gets what it refers to. ``remember``: see ``_builder``, or an epoch (see ``_statements``). Given
+    ``stmts``, a class whose unflatten carries ``fields`` is built by statements appended there."""
     kind, meta, kids = td
     if kind is None:
         count[0] += 1
@@ -226,29 +228,41 @@ def _write(td: TreeDef, names: dict[str, Any], count: list[int], remember: Any =
     if remember is not False and remember is not True and kind in _FROZEN_CLASSES and _frozen(td):
         i = len(names)
         start = count[0]
-        built = _write(td, names, count, False, leaf)
+        built = _write(td, names, count, False, leaf, stmts)
         names[f"d{i}"], names["R"], names["E"] = td, _remember, remember
         return f"R({built}, ({''.join(leaf.format(k) + ', ' for k in range(start, count[0]))}), d{i}, E)"
-    parts = ", ".join([_write(k, names, count, remember, leaf) for k in kids])
+    parts = [_write(k, names, count, remember, leaf, stmts) for k in kids]
     if kind is tuple:
-        return f"({parts},)" if kids else "()"
+        return f"({', '.join(parts)},)" if kids else "()"
     i = len(names)
     entry = _REGISTRY.get(kind)
     if entry is None:  # a NamedTuple
         names[f"u{i}"] = kind
-        return f"u{i}({parts})"
+        return f"u{i}({', '.join(parts)})"
     names[f"u{i}"], names[f"m{i}"] = entry[1], meta
-    return f"u{i}(m{i}, [{parts}])"
+    unflatten: Any = entry[1]
+    fields = getattr(unflatten, "fields", None)
+    if fields is not None and stmts is not None:  # (field, "ch" or "meta", index): its __dict__, written out
+        names["NEW"], names[f"c{i}"] = object.__new__, unflatten.cls
+        values = [parts[j] if where == "ch" else f"m{i}[{j}]" for _, where, j in fields]
+        stmts.append(f"M{i} = NEW(c{i}); D = M{i}.__dict__; "
+                     + "; ".join(f"D[{f!r}] = {v}" for (f, _, _), v in zip(fields, values)))
+        return f"M{i}"
+    return f"u{i}(m{i}, [{', '.join(parts)}])"
 
 
-def _expression(td: TreeDef, names: dict[str, Any], leaf: str, epoch: Any) -> str:
-    """A Python expression building ``td`` from leaves named ``leaf.format(i)``, for a caller whose
-    leaves are leaves of the walk that made ``td`` at ``epoch`` (``lp.jit``'s outputs): each
-    outermost frozen module is built by its unflatten and remembers its flatten, as
-    ``tree_unflatten`` does it after checking the leaves, while the registry is the one of ``epoch``.
-    Raises RecursionError for a structure too deep to write out.
+def _statements(td: TreeDef, names: dict[str, Any], leaf: str, epoch: Any) -> tuple[list[str], str]:
+    """Statements and an expression building ``td`` from leaves named ``leaf.format(i)``, for a caller
+    whose leaves are leaves of the walk that made ``td`` at ``epoch`` (``lp.jit``'s outputs): each
+    outermost frozen module remembers its flatten, as ``tree_unflatten`` does it after checking the
+    leaves. A registered unflatten may carry ``fields``, ``(name, "ch" or "meta", index)`` for each
+    field, and ``cls``: it makes ``object.__new__(cls)`` with those values in its ``__dict__``, in order
+    (leanpass.nn's modules); it is then written out inline. Raises RecursionError for a structure too
+    deep to write out.
     """
-    return _write(td, names, [0], epoch, leaf)
+    stmts: list[str] = []
+    expr = _write(td, names, [0], epoch, leaf, stmts)
+    return stmts, expr
 
 
 def _remember(tree: Any, leaves: tuple[Any, ...], td: TreeDef, epoch: Any) -> Any:

@@ -347,7 +347,11 @@ def _unflattener(cls: type, fields: tuple[str, ...], names: tuple[str, ...], sta
     )
     namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
     exec(f"def unflatten(meta, ch):\n    o = new(cls)\n    d = o.__dict__\n{body}    return o\n", namespace)  # noqa: S102
-    return namespace["unflatten"]
+    unflatten = namespace["unflatten"]
+    # what it does, for builders that write it out inline (core.tree._statements: lp.jit's outputs)
+    unflatten.cls = cls
+    unflatten.fields = tuple((f, "meta", static.index(f)) if f in static else (f, "ch", names.index(f)) for f in fields)
+    return unflatten
 
 
 def _dotted(path: str) -> str:

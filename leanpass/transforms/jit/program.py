@@ -329,7 +329,8 @@ def _output_builder(kinds: list[Any], out_spec: Any, epoch: Any) -> Callable[[An
     code = None
     if not any(issubclass(k, (np.ndarray, np.generic, int, float, complex)) for k in _tree._REGISTRY):
         try:
-            code = compile(f"{head}\n    return {_tree._expression(out_spec, names, 'L{}', epoch)}\n",
+            stmts, expr = _tree._statements(out_spec, names, "L{}", epoch)
+            code = compile(f"{head}\n{''.join(f'    {x}{chr(10)}' for x in stmts)}    return {expr}\n",
                            "<leanpass jit output>", "exec")
         except (RecursionError, SyntaxError, MemoryError):  # too deep to write out
             pass
