@@ -39,7 +39,7 @@ def test_float64_erf_and_erfc_within_a_few_ulps_of_the_standard_library() -> Non
     want_erf = np.array([math.erf(v) for v in x])
     want_erfc = np.array([math.erfc(v) for v in x])  # (subnormal results included: down to 5e-324 at 27.2)
     assert _ulps(E.erf_values(x), want_erf, np.float64).max() <= 3
-    assert _ulps(E.erfc_values(x), want_erfc, np.float64).max() <= 7
+    assert _ulps(E.erfc_values(x), want_erfc, np.float64).max() <= 4  # (about 2 of them the standard library's)
     # the same against SciPy, where SciPy is accurate (its erfc errs by x**2 ulps further out, and by up to
     # 4 ulps here: the bound adds them)
     inner = np.abs(x) <= 2
