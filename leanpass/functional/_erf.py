@@ -211,9 +211,9 @@ def _scaled_tail(a: Any, k: _Table, tmp: _Scratch, coefs: tuple[Any, ...], far: 
     return r, b
 
 
-def _middle(v: Any, new: Any) -> Any:
+def _middle(v: Any, new: _Scratch) -> Any:
     """float64 ``erfc(v)`` for ``v`` in [1/2, 5/4]: ``c + R(v - 1) / S(v - 1)`` (``v - 1`` exact; the rational a
-    correction to ``c``, near ``erfc(1)``, so that its rounding errors are damped); ``new(tag)`` gives scratch."""
+    correction to ``c``, near ``erfc(1)``, so that its rounding errors are damped); scratch from ``new``."""
     y = np.subtract(v, 1.0, out=new("y"))
     q = _horner(y, _M64[1], new("q"))
     r = _horner(y, _M64[0], new("r"))
@@ -222,7 +222,7 @@ def _middle(v: Any, new: Any) -> Any:
     return r
 
 
-def _far(a: Any, scaled: bool, new: Any) -> Any:
+def _far(a: Any, scaled: bool, new: _Scratch) -> Any:
     """float64 ``erfc(v)`` for ``v = a`` (``a / sqrt(2)`` if ``scaled``) from 5/4 to where it underflows:
     ``exp(-h**2 - K) exp((h - a) (h + a) + R(1/v**2) / S(1/v**2)) / v``, ``h`` a multiple of 2**-20 next to ``a``
     (``h**2 + K`` exact: the large part of the exponent is not rounded); the small part costs only its absolute
@@ -255,32 +255,52 @@ def _far(a: Any, scaled: bool, new: Any) -> Any:
     return r
 
 
-def _outside64(x: Any, v: Any, s: Any, c: Any, tmp: _Scratch, scale: float) -> Any:
-    """float64 ``erfc`` where ``v = |scale x|`` is at least 1/2, written over ``s`` (``1 - erf`` inside): for a plain
-    array each part computed only on its own values (gathered by index), for the stand-ins of jit and vmap
-    both parts on every value (clamped) and blended with 0/1 weights; the same bits either way."""
+def _erfc64_parts(x: Any, k: _Table, tmp: _Scratch, out: Any, scale: float) -> Any:
+    """float64 ``erfc(scale x)`` of a plain array: each of the three parts (``1 - erf`` inside, ``_middle``,
+    ``_far``) computed only on its own values, gathered and scattered by index."""
     scaled = scale != 1.0
-    if tmp.plain:
-        far = np.flatnonzero(np.greater_equal(v, 1.25, out=tmp("far", np.bool_)))
-        mid = np.greater_equal(v, 0.5, out=tmp("mid", np.bool_))
-        mid &= np.less(v, 1.25, out=tmp("near", np.bool_))
-        for idx, part in ((np.flatnonzero(mid), _middle), (far, _far)):
-            if idx.size:
-                new = _first(tmp, idx.size)
-                xs = np.take(x, idx, out=new("x"))
-                vs = np.abs(xs, out=new("v"))
-                if part is _middle:
-                    u = _middle(vs if not scaled else np.multiply(vs, _SQRT_HALF, out=vs), new)
-                else:
-                    u = _far(vs, scaled, new)
-                neg = (np.less if scale > 0 else np.greater)(xs, 0, out=new("neg", np.bool_))
-                np.subtract(2.0, u, out=u, where=neg)  # erfc(-v) = 2 - erfc(v)
-                s.reshape(-1)[idx] = u  # (s is C-contiguous: a view; faster than put)
-        return s
+    v = np.abs(x, out=tmp("a"))
+    if scaled:
+        v *= _SQRT_HALF  # (|scale x|, as the inner part rounds it)
+    outside = np.greater_equal(v, 0.5, out=tmp("outside", np.bool_))
+    far = np.greater_equal(v, 1.25, out=tmp("far", np.bool_))
+    mid = np.greater(outside, far, out=tmp("mid", np.bool_))
+    inside = np.logical_not(outside, out=outside)  # (NaN included)
+    s = np.empty(x.shape) if out is None else out
+    flat = s.reshape(-1)  # (C-contiguous: a view)
+    for part, where in ((0, inside), (1, mid), (2, far)):
+        idx = np.flatnonzero(where)
+        if not idx.size:
+            continue
+        new = _Prefix(tmp, idx.size)
+        xs = np.take(x, idx, out=new("x"))
+        if part == 0:
+            u, _ = _inner(xs, k, new, new("s"), None if not scaled else k.sqrt_half if scale > 0 else -k.sqrt_half)
+            np.subtract(k.one, u, out=u)  # 1 - erf(v)
+        else:
+            vs = np.abs(xs, out=new("v"))
+            if part == 1:
+                u = _middle(vs if not scaled else np.multiply(vs, _SQRT_HALF, out=vs), new)
+            else:
+                u = _far(vs, scaled, new)
+            neg = (np.less if scale > 0 else np.greater)(xs, 0, out=new("neg", np.bool_))
+            np.subtract(2.0, u, out=u, where=neg)  # erfc(-v) = 2 - erfc(v)
+        flat[idx] = u  # (faster than put)
+    return s
+
+
+def _erfc64_blend(x: Any, s: Any, c: Any, tmp: _Scratch, scale: float) -> Any:
+    """float64 ``erfc`` for the stand-ins of jit and vmap, from ``s = 1 - erf`` (inside) and the inner part's
+    clamped ``c``: all parts on every value (clamped) and blended with 0/1 weights, the bits of
+    ``_erfc64_parts``."""
+    scaled = scale != 1.0
+    v = np.abs(x)
+    if scaled:
+        v *= _SQRT_HALF
     w = _weights(s, c, tmp)  # (+-1 outside, s zeroed there)
-    u = _middle(np.clip(v, 0.25, 1.5), _none)
+    u = _middle(np.clip(v, 0.25, 1.5), tmp)
     u *= np.less(v, 1.25)
-    t = _far(np.abs(x), scaled, _none)
+    t = _far(np.abs(x), scaled, tmp)
     t *= np.greater_equal(v, 1.25)
     u += t
     u *= w  # erfc(|v|) for v > 0, and 2 - erfc(|v|) for v < 0, 0 inside:
@@ -291,14 +311,14 @@ def _outside64(x: Any, v: Any, s: Any, c: Any, tmp: _Scratch, scale: float) -> A
     return s
 
 
-def _first(tmp: _Scratch, n: int) -> Any:
-    """Scratch of ``n`` values (the start of a plain array's buffers), by tag."""
-    return lambda tag, dtype=None: tmp("o" + tag, dtype).reshape(-1)[:n]
+class _Prefix(_Scratch):
+    """The first ``n`` values of ``tmp``'s buffers (of the whole array's size), as scratch for a gathered part."""
 
+    def __init__(self, tmp: _Scratch, n: int) -> None:
+        self.tmp, self.n, self.plain = tmp, n, True
 
-def _none(tag: str) -> None:
-    """No scratch: a fresh array from each NumPy call (the stand-ins of jit and vmap)."""
-    return None
+    def __call__(self, tag: str, dtype: Any = None) -> Any:
+        return self.tmp("part." + tag, dtype).reshape(-1)[:self.n]
 
 
 def _wide_tail(a: Any, k: _Table, tmp: _Scratch, scaled: bool) -> Any:
@@ -385,13 +405,12 @@ def erfc_values(x: Any, scale: float = 1.0) -> Any:
 
 def _erfc_kernel(x: Any, k: _Table, tmp: _Scratch, out: Any, scale: float) -> Any:
     scaled = scale != 1.0
+    if not k.wide and tmp.plain:
+        return _erfc64_parts(x, k, tmp, out, scale)
     s, c = _inner(x, k, tmp, out, None if not scaled else k.sqrt_half if scale > 0 else -k.sqrt_half)
     np.subtract(k.one, s, out=s)  # 1 - erf(v)
     if not k.wide:
-        v = np.abs(x, out=tmp("a"))
-        if scaled:
-            v *= _SQRT_HALF
-        return _outside64(x, v, s, c, tmp, scale)
+        return _erfc64_blend(x, s, c, tmp, scale)
     w = _weights(s, c, tmp)
     a = np.abs(x, out=tmp("a"))
     wide, u = _wide_tail(a, k, tmp, scaled), tmp("u")
