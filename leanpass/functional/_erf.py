@@ -122,10 +122,8 @@ class _Table:
         self.g = tuple(c(v * math.sqrt(math.pi / 2)) for v in reversed(g))  # (times sqrt(2 pi) / 2: see gelu_values)
         self.p, self.pg = c(p), c(pg * _SQRT_HALF)
         self.half, self.one, self.two = c(0.5), c(1.0), c(2.0)
-        self.far = c(far)  # erfc has underflowed to 0 beyond this
         self.gfar = c(far / _SQRT_HALF)  # the GELU's x where Φ(x) is 0 or 1 exactly
         self.log_inv_sqrt_2pi, self.sqrt_half = c(math.log(_INV_SQRT_2PI)), c(_SQRT_HALF)
-        self.fine, self.unfine = c(2.0**20), c(2.0**-20)
 
 
 _M64 = tuple(np.float64(v) for v in reversed(_MR64)), tuple(np.float64(v) for v in reversed(_MS64))
