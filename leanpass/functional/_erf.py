@@ -15,7 +15,8 @@ The approximations (coefficients fitted for LeanPass by ``benchmarks/erf_fit.py`
   beyond, ``exp(-h**2 - K) exp((h - |x|) (h + |x|) + R(1/x**2) / S(1/x**2)) / |x|`` (degrees 9 and 9, absolute
   error 8e-18 in the exponent), ``h`` a multiple of 2**-20 next to ``|x|`` and ``K = 9/16``, so that the large
   part of the exponent, ``h**2 + K``, is exact and the fitted part costs only its absolute error (relative
-  precision down to the subnormals; ``erfc(x / sqrt(2))`` takes its ``-x**2 / 2`` from ``x`` itself).
+  precision down to the subnormals; ``erfc(x / sqrt(2))`` takes its ``-x**2 / 2`` from ``x`` itself, and its
+  ``x / sqrt(2) - 1`` in the middle part to a rounding of its own).
   float32: ``exp(-x**2) P(x) / Q(x)`` (degrees 3 and 4, relative error 7.1e-8) evaluated in float64, where
   ``x**2`` is exact, and rounded to float32 once.
 - ``log_erfc_tail``: ``-x**2 + log(t R(t))`` with ``t = 1 / (1 + p x)``, which maps the whole tail into (0, 1):
@@ -129,6 +130,8 @@ class _Table:
 _M64 = tuple(np.float64(v) for v in reversed(_MR64)), tuple(np.float64(v) for v in reversed(_MS64))
 _T64 = tuple(np.float64(v) for v in reversed(_TR64)), tuple(np.float64(v) for v in reversed(_TS64))
 _FAR64 = 28.0  # erfc has underflowed to 0 beyond this
+_SQRT_HALF_HI = 0.7071067839860916  # (26 bits: its product with 26 bits is exact)
+_SQRT_HALF_LO = -2.799544089368687e-09  # (sqrt(1/2) - _SQRT_HALF_HI)
 _F64 = _Table(np.float64, _S64, _P64, _R64, (_PE64, _QE64), 6.0, _P64, _G64, 28.0)
 _F32 = _Table(np.float32, _S32, _P32, _R32, (_PE32, _QE32), 4.0, _PG32, _G32, 11.0, (_PC32, _QC32, 10.1))
 _CHUNK_BYTES = 1 << 18  # the size of a slice of a large array (see _chunked)
@@ -209,10 +212,23 @@ def _scaled_tail(a: Any, k: _Table, tmp: _Scratch, coefs: tuple[Any, ...], far: 
     return r, b
 
 
-def _middle(v: Any, new: _Scratch) -> Any:
-    """float64 ``erfc(v)`` for ``v`` in [1/2, 5/4]: ``c + R(v - 1) / S(v - 1)`` (``v - 1`` exact; the rational a
-    correction to ``c``, near ``erfc(1)``, so that its rounding errors are damped); scratch from ``new``."""
-    y = np.subtract(v, 1.0, out=new("y"))
+def _middle(a: Any, scaled: bool, new: _Scratch) -> Any:
+    """float64 ``erfc(v)`` for ``v = a`` (``a / sqrt(2)`` if ``scaled``) in [1/2, 5/4]: ``c + R(y) / S(y)``,
+    ``y = v - 1`` (the rational a correction to ``c``, near ``erfc(1)``, so that its rounding errors are damped);
+    scratch from ``new``."""
+    if not scaled:
+        y = np.subtract(a, 1.0, out=new("y"))  # (exact)
+    else:  # a / sqrt(2) - 1 to a rounding of its own (not v's rounding, which would cost up to 3 ulps)
+        hi = np.multiply(a, 2.0**27 + 1, out=new("y"))  # (a = hi + lo, 26 bits each: Veltkamp's split)
+        lo = np.subtract(hi, a, out=new("q"))
+        np.subtract(hi, lo, out=hi)
+        np.subtract(a, hi, out=lo)
+        lo *= _SQRT_HALF
+        y = np.multiply(hi, _SQRT_HALF_LO, out=new("e"))
+        y += lo
+        hi *= _SQRT_HALF_HI  # (exact)
+        hi -= 1.0
+        y += hi
     q = _horner(y, _M64[1], new("q"))
     r = _horner(y, _M64[0], new("r"))
     r /= q
@@ -277,10 +293,7 @@ def _erfc64_parts(x: Any, k: _Table, tmp: _Scratch, out: Any, scale: float) -> A
             np.subtract(k.one, u, out=u)  # 1 - erf(v)
         else:
             vs = np.abs(xs, out=new("v"))
-            if part == 1:
-                u = _middle(vs if not scaled else np.multiply(vs, _SQRT_HALF, out=vs), new)
-            else:
-                u = _far(vs, scaled, new)
+            u = (_middle if part == 1 else _far)(vs, scaled, new)
             neg = (np.less if scale > 0 else np.greater)(xs, 0, out=new("neg", np.bool_))
             np.subtract(2.0, u, out=u, where=neg)  # erfc(-v) = 2 - erfc(v)
         flat[idx] = u  # (faster than put)
@@ -296,7 +309,7 @@ def _erfc64_blend(x: Any, s: Any, c: Any, tmp: _Scratch, scale: float) -> Any:
     if scaled:
         v *= _SQRT_HALF
     w = _weights(s, c, tmp)  # (+-1 outside, s zeroed there)
-    u = _middle(np.clip(v, 0.25, 1.5), tmp)
+    u = _middle(np.clip(np.abs(x), 0.25, 2.2), scaled, tmp)
     u *= np.less(v, 1.25)
     t = _far(np.abs(x), scaled, tmp)
     t *= np.greater_equal(v, 1.25)
