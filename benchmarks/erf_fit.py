@@ -107,6 +107,24 @@ def absolute(p: float) -> Callable[..., mp.mpf]:
     return lambda t, v: mp.mpf(0) if t == 0 else t * mp.exp(-(((1 / t - 1) / pp) ** 2))
 
 
+def erfc_near_one(c: float) -> Callable[[mp.mpf], mp.mpf]:
+    """``erfc(1 + y) - c`` as a function of ``y``."""
+    return lambda y: mp.erfc(1 + y) - mp.mpf(c)
+
+
+def log_scaled(k: float) -> Callable[[mp.mpf], mp.mpf]:
+    """``log(x erfcx(x)) + k`` as a function of ``s = 1 / x**2``."""
+    kk = mp.mpf(k)
+
+    def f(s: mp.mpf) -> mp.mpf:
+        if s == 0:
+            return kk - mp.log(mp.pi) / 2
+        x = 1 / mp.sqrt(s)
+        return mp.log(x * erfcx(x)) + kk
+
+    return f
+
+
 def main() -> None:
     def inner(z: mp.mpf) -> mp.mpf:  # erf(x) / x - 1 as a function of z = x**2
         return (mp.erf(mp.sqrt(z)) / mp.sqrt(z) if z > 0 else 2 / mp.sqrt(mp.pi)) - 1
@@ -118,6 +136,10 @@ def main() -> None:
         "_S64": lambda: fit(inner, 0, 0.25, 8, weight=relative_to_erf, nodes=60),
         "_S32": lambda: fit(inner, 0, 0.25, 4, weight=relative_to_erf, nodes=60),
         "_R64": lambda: fit(scaled_tail(0.3), 0, 1 / 1.15, 22, nodes=300),
+        "_MR64, _MS64": lambda: fit_ratio(erfc_near_one(float(mp.erfc(1))), -0.5, 0.25, 8, 7,
+                                          weight=lambda y, v: 1 / mp.erfc(1 + y), nodes=100),
+        "_TR64, _TS64": lambda: fit_ratio(log_scaled(0.5625), 0, 1 / 1.25**2, 9, 9, weight=lambda s, v: mp.mpf(1),
+                                          nodes=100),
         "_R32": lambda: fit(scaled_tail(0.5), 0, 1 / 1.25, 9),
         "_PC32, _QC32": lambda: fit_ratio(erfcx, 0.5, 10.1, 3, 4, nodes=80),
         "_PE64, _QE64": lambda: fit_ratio(erfcx, 0.5, 6.0, 6, 7, weight=for_erf),

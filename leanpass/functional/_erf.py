@@ -10,13 +10,17 @@ The approximations (coefficients fitted for LeanPass by ``benchmarks/erf_fit.py`
 - ``erf``, ``|x| >= 1/2``: ``1 - exp(-x**2) P(x) / Q(x)`` up to 6 (float64; degrees 6 and 7) or 4 (float32;
   2 and 3), where ``erfc`` drops below half an ulp of 1; fitted for the error of ``erf`` (``erfc`` absolute:
   4.8e-19 and 6e-9), all coefficients positive, so that Horner's rule loses nothing to cancellation.
-- ``erfc``, ``|x| >= 1/2``, float64: ``t exp(-x**2) R(t)`` with ``t = 1 / (1 + 0.3 |x|)``, which maps the whole
-  tail into ``(0, 1)``: ``R`` of degree 22 (relative error 5e-18). ``exp(-x**2)`` is one ``exp`` of the
-  exponent ``-h**2 - l (x + h)`` (``x = h + l``, ``h`` a multiple of 2**-20: ``h**2`` exact) times ``1 + e``,
-  ``e`` its rounding error (Fast2Sum), so that the rounding of ``x**2`` does not cost the far tail its
-  relative precision (down to the subnormals). float32: ``exp(-x**2) P(x) / Q(x)`` (degrees 3 and 4, relative
-  error 7.1e-8) evaluated in float64, where ``x**2`` is exact, and rounded to float32 once.
-- ``log_erfc_tail``: ``-x**2 + log(t R(t))``, ``R`` as above in float64; in float32 ``R`` of degree 9 with
+- ``erfc``, float64: ``c + R(|x| - 1) / S(|x| - 1)`` for ``|x|`` in [1/2, 5/4] (degrees 8 and 7, relative error
+  2e-18; ``c`` is ``erfc(1)`` rounded, so that the rational is a correction and its rounding errors are damped);
+  beyond, ``exp(-h**2 - K) exp((h - |x|) (h + |x|) + R(1/x**2) / S(1/x**2)) / |x|`` (degrees 9 and 9, absolute
+  error 8e-18 in the exponent), ``h`` a multiple of 2**-20 next to ``|x|`` and ``K = 9/16``, so that the large
+  part of the exponent, ``h**2 + K``, is exact and the fitted part costs only its absolute error (relative
+  precision down to the subnormals; ``erfc(x / sqrt(2))`` takes its ``-x**2 / 2`` from ``x`` itself, and its
+  ``x / sqrt(2) - 1`` in the middle part to a rounding of its own).
+  float32: ``exp(-x**2) P(x) / Q(x)`` (degrees 3 and 4, relative error 7.1e-8) evaluated in float64, where
+  ``x**2`` is exact, and rounded to float32 once.
+- ``log_erfc_tail``: ``-x**2 + log(t R(t))`` with ``t = 1 / (1 + p x)``, which maps the whole tail into (0, 1):
+  ``R`` of degree 22 and ``p = 0.3`` (relative error 5e-18) in float64; in float32 ``R`` of degree 9 with
   ``p = 0.5`` (relative error 1.4e-8).
 - The GELU's ``Φ(-|x|) = erfc(|x| / sqrt(2)) / 2`` by the tail's form over the whole line: ``p = 0.3`` and
   degree 24 (relative error 4e-18) in float64; ``p = 0.4`` and degree 6 in float32, fitted for absolute
@@ -24,11 +28,13 @@ The approximations (coefficients fitted for LeanPass by ``benchmarks/erf_fit.py`
   near 0 and loses relative precision far in the left tail).
 
 Accuracy (against ``math.erf``/``math.erfc`` in float64, SciPy in float32, over the whole line): ``erf``
-within 3 ulps in float64 and 2.2 in float32; ``erfc`` within 7 ulps in float64 (worst from 1/2 to 4: the
-rounding of ``t`` and of Horner's rule in ``R``) and 1.7 in float32.
+within 3 ulps in float64 and 2.2 in float32; ``erfc`` within 3 ulps of the exact value in float64 (4 of
+``math.erfc``) and 1.7 in float32.
 
 Both parts run on every element, each on inputs clamped into its own range, and are blended with
-0/1 weights (exact: one of the two terms is 0); a masked select would be several times slower.
+0/1 weights (exact: one of the two terms is 0); a masked select would be several times slower. float64
+``erfc``'s three parts are the exception: on a plain array the two outer ones run only on their own values
+(gathered and scattered by index; the stand-ins of jit and vmap blend them as above, with the same bits).
 Temporaries are updated in place, a large array in slices that keep them in the cache.
 
 >>> erf_values(np.array([0.0, 0.5, 3.0]))
@@ -60,6 +66,18 @@ _R64 = (0.16925687506432688, 0.16925687506432582, 0.16164031568664278, 0.1464071
         -0.002028484656427949, -0.008564763767645018, 0.0036855401644426823, -0.014232577388590068,
         0.010115116687995066, 0.02491230133226942, -0.0880548591111933, 0.16093398544832002, -0.18629226228555476,
         0.13747451927952725, -0.06311277827972539, 0.016575969056490558, -0.001917781948067471)
+# float64 erfc for x in [1/2, 5/4]: erfc(x) = C + R(x - 1) / S(x - 1) (lowest power first)
+_MC64 = 0.15729920705028513
+_MR64 = (-2.9229004211432428e-18, -0.4151074974205947, 0.28117705299916385, -0.1709246639193016, 0.025372747780243104,
+         -0.001255523719337958, 0.0013667525423060886, -0.0011596946257219803, 0.0002523941080187309)
+_MS64 = (1.0, 0.3226403889441919, 0.4010670574932451, 0.06573027600303719, 0.04795910025351914, -0.001425741040875151,
+         0.0011782472425305368, -0.0007199632104472248)
+# float64 erfc for x >= 5/4: log(x erfcx(x)) + K = R(1/x**2) / S(1/x**2), K exactly 9/16
+_K64 = 0.5625
+_TR64 = (-0.009864942924700094, -0.8592829548874927, -22.568965197240896, -265.29862482281027, -1575.5621732368602,
+         -4858.152644555834, -7544.671451846263, -5390.289723133554, -1461.9029658014665, -93.84731506830076)
+_TS64 = (1.0, 36.420175730356995, 505.2109647353716, 3437.8390105530107, 12343.444408196921, 23475.72951022634,
+         22588.179642167026, 9877.834415201993, 1569.7588978909791, 50.8801035345538)
 _P32 = 0.5
 _R32 = (0.2820947879360022, 0.2820955801442248, 0.24680761222634462, 0.1765794665752253, 0.08292420651631033,
         -0.008791491718128907, -0.014387525670929763, -0.19187624909453524, 0.20892373120237226,
@@ -105,12 +123,15 @@ class _Table:
         self.g = tuple(c(v * math.sqrt(math.pi / 2)) for v in reversed(g))  # (times sqrt(2 pi) / 2: see gelu_values)
         self.p, self.pg = c(p), c(pg * _SQRT_HALF)
         self.half, self.one, self.two = c(0.5), c(1.0), c(2.0)
-        self.far = c(far)  # erfc has underflowed to 0 beyond this
         self.gfar = c(far / _SQRT_HALF)  # the GELU's x where Φ(x) is 0 or 1 exactly
         self.log_inv_sqrt_2pi, self.sqrt_half = c(math.log(_INV_SQRT_2PI)), c(_SQRT_HALF)
-        self.fine, self.unfine = c(2.0**20), c(2.0**-20)
 
 
+_M64 = tuple(np.float64(v) for v in reversed(_MR64)), tuple(np.float64(v) for v in reversed(_MS64))
+_T64 = tuple(np.float64(v) for v in reversed(_TR64)), tuple(np.float64(v) for v in reversed(_TS64))
+_FAR64 = 28.0  # erfc has underflowed to 0 beyond this
+_SQRT_HALF_HI = 0.7071067839860916  # (26 bits: its product with 26 bits is exact)
+_SQRT_HALF_LO = -2.799544089368687e-09  # (sqrt(1/2) - _SQRT_HALF_HI)
 _F64 = _Table(np.float64, _S64, _P64, _R64, (_PE64, _QE64), 6.0, _P64, _G64, 28.0)
 _F32 = _Table(np.float32, _S32, _P32, _R32, (_PE32, _QE32), 4.0, _PG32, _G32, 11.0, (_PC32, _QC32, 10.1))
 _CHUNK_BYTES = 1 << 18  # the size of a slice of a large array (see _chunked)
@@ -191,29 +212,124 @@ def _scaled_tail(a: Any, k: _Table, tmp: _Scratch, coefs: tuple[Any, ...], far: 
     return r, b
 
 
-def _times_gauss(r: Any, b: Any, k: _Table, tmp: _Scratch, scaled: bool) -> Any:
-    """``r * exp(-b**2)`` (``exp(-b**2 / 2)`` if ``scaled``) in place, to the relative precision of ``r`` for every
-    ``b`` (the rounding of ``b**2`` would cost ``b**2`` ulps): ``b = h + l``, ``h`` a multiple of 2**-20 (``h**2``
-    exact), and the rounding of the exponent ``-h**2 - l (b + h)`` recovered (Fast2Sum), so that one ``exp`` and
-    a factor ``1 + err`` give it."""
-    h = np.multiply(b, k.fine, out=tmp("h"))
-    np.floor(h, out=h)
-    h *= k.unfine
-    low = np.subtract(h, b, out=tmp("low"))  # -l, exact
-    e = np.add(b, h, out=tmp("e"))
-    low *= e  # -l (b + h), small
-    np.square(h, out=h)  # h**2, exact
-    np.subtract(low, h, out=e)  # the exponent, rounded,
-    h += e
-    np.subtract(low, h, out=low)  # and its rounding error
-    if scaled:
-        e *= k.half
-        low *= k.half
-    low += k.one
-    np.exp(e, out=e)
-    r *= low
-    r *= e  # (the smallest factor last: a subnormal result is rounded once)
+def _middle(a: Any, scaled: bool, new: _Scratch) -> Any:
+    """float64 ``erfc(v)`` for ``v = a`` (``a / sqrt(2)`` if ``scaled``) in [1/2, 5/4]: ``c + R(y) / S(y)``,
+    ``y = v - 1`` (the rational a correction to ``c``, near ``erfc(1)``, so that its rounding errors are damped);
+    scratch from ``new``."""
+    if not scaled:
+        y = np.subtract(a, 1.0, out=new("y"))  # (exact)
+    else:  # a / sqrt(2) - 1 to a rounding of its own (not v's rounding, which would cost up to 3 ulps)
+        hi = np.multiply(a, 2.0**27 + 1, out=new("y"))  # (a = hi + lo, 26 bits each: Veltkamp's split)
+        lo = np.subtract(hi, a, out=new("q"))
+        np.subtract(hi, lo, out=hi)
+        np.subtract(a, hi, out=lo)
+        lo *= _SQRT_HALF
+        y = np.multiply(hi, _SQRT_HALF_LO, out=new("e"))
+        y += lo
+        hi *= _SQRT_HALF_HI  # (exact)
+        hi -= 1.0
+        y += hi
+    q = _horner(y, _M64[1], new("q"))
+    r = _horner(y, _M64[0], new("r"))
+    r /= q
+    r += _MC64
     return r
+
+
+def _far(a: Any, scaled: bool, new: _Scratch) -> Any:
+    """float64 ``erfc(v)`` for ``v = a`` (``a / sqrt(2)`` if ``scaled``) from 5/4 to where it underflows:
+    ``exp(-h**2 - K) exp((h - a) (h + a) + R(1/v**2) / S(1/v**2)) / v``, ``h`` a multiple of 2**-20 next to ``a``
+    (``h**2 + K`` exact: the large part of the exponent is not rounded); the small part costs only its absolute
+    error (halved where ``scaled``, whose exponent is ``-a**2 / 2``)."""
+    a = np.clip(a, 1.0, _FAR64 if not scaled else _FAR64 / _SQRT_HALF, out=new("a"))
+    z = np.multiply(a, a, out=new("y"))
+    np.divide(1.0 if not scaled else 2.0, z, out=z)  # 1 / v**2
+    q = _horner(z, _T64[1], new("q"))
+    r = _horner(z, _T64[0], new("r"))
+    r /= q  # log(v erfcx(v)) + K
+    h = np.multiply(a, 2.0**20, out=z)
+    np.floor(h, out=h)
+    h *= 2.0**-20
+    d = np.subtract(h, a, out=q)  # (exact)
+    e = np.add(h, a, out=new("e"))
+    e *= d
+    if scaled:
+        e *= 0.5
+    r += e
+    np.exp(r, out=r)
+    np.square(h, out=h)  # (exact)
+    if scaled:
+        h *= 0.5
+    np.subtract(-_K64, h, out=h)  # -h**2 - K, exact
+    np.exp(h, out=h)
+    if scaled:
+        a *= _SQRT_HALF
+    r /= a
+    r *= h  # (the smallest factor last: a subnormal result is rounded once)
+    return r
+
+
+def _erfc64_parts(x: Any, k: _Table, tmp: _Scratch, out: Any, scale: float) -> Any:
+    """float64 ``erfc(scale x)`` of a plain array: each of the three parts (``1 - erf`` inside, ``_middle``,
+    ``_far``) computed only on its own values, gathered and scattered by index."""
+    scaled = scale != 1.0
+    v = np.abs(x, out=tmp("a"))
+    if scaled:
+        v *= _SQRT_HALF  # (|scale x|, as the inner part rounds it)
+    outside = np.greater_equal(v, 0.5, out=tmp("outside", np.bool_))
+    far = np.greater_equal(v, 1.25, out=tmp("far", np.bool_))
+    mid = np.greater(outside, far, out=tmp("mid", np.bool_))
+    inside = np.logical_not(outside, out=outside)  # (NaN included)
+    s = np.empty(x.shape) if out is None else out
+    flat = s.reshape(-1)  # (C-contiguous: a view)
+    for part, where in ((0, inside), (1, mid), (2, far)):
+        idx = np.flatnonzero(where)
+        if not idx.size:
+            continue
+        new = _Prefix(tmp, idx.size)
+        xs = np.take(x, idx, out=new("x"))
+        if part == 0:
+            u, _ = _inner(xs, k, new, new("s"), None if not scaled else k.sqrt_half if scale > 0 else -k.sqrt_half)
+            np.subtract(k.one, u, out=u)  # 1 - erf(v)
+        else:
+            vs = np.abs(xs, out=new("v"))
+            u = (_middle if part == 1 else _far)(vs, scaled, new)
+            neg = (np.less if scale > 0 else np.greater)(xs, 0, out=new("neg", np.bool_))
+            np.subtract(2.0, u, out=u, where=neg)  # erfc(-v) = 2 - erfc(v)
+        flat[idx] = u  # (faster than put)
+    return s
+
+
+def _erfc64_blend(x: Any, s: Any, c: Any, tmp: _Scratch, scale: float) -> Any:
+    """float64 ``erfc`` for the stand-ins of jit and vmap, from ``s = 1 - erf`` (inside) and the inner part's
+    clamped ``c``: all parts on every value (clamped) and blended with 0/1 weights, the bits of
+    ``_erfc64_parts``."""
+    scaled = scale != 1.0
+    v = np.abs(x)
+    if scaled:
+        v *= _SQRT_HALF
+    w = _weights(s, c, tmp)  # (+-1 outside, s zeroed there)
+    u = _middle(np.clip(np.abs(x), 0.25, 2.2), scaled, tmp)
+    u *= np.less(v, 1.25)
+    t = _far(np.abs(x), scaled, tmp)
+    t *= np.greater_equal(v, 1.25)
+    u += t
+    u *= w  # erfc(|v|) for v > 0, and 2 - erfc(|v|) for v < 0, 0 inside:
+    two = np.abs(w)
+    two -= w
+    u += two
+    s += u
+    return s
+
+
+class _Prefix(_Scratch):
+    """The first ``n`` values of ``tmp``'s buffers (of the whole array's size), as scratch for a gathered part."""
+
+    def __init__(self, tmp: _Scratch, n: int) -> None:
+        self.tmp, self.n, self.plain = tmp, n, True
+
+    def __call__(self, tag: str, dtype: Any = None) -> Any:
+        return self.tmp("part." + tag, dtype).reshape(-1)[:self.n]
 
 
 def _wide_tail(a: Any, k: _Table, tmp: _Scratch, scaled: bool) -> Any:
@@ -300,19 +416,19 @@ def erfc_values(x: Any, scale: float = 1.0) -> Any:
 
 def _erfc_kernel(x: Any, k: _Table, tmp: _Scratch, out: Any, scale: float) -> Any:
     scaled = scale != 1.0
+    if not k.wide and tmp.plain:
+        return _erfc64_parts(x, k, tmp, out, scale)
     s, c = _inner(x, k, tmp, out, None if not scaled else k.sqrt_half if scale > 0 else -k.sqrt_half)
     np.subtract(k.one, s, out=s)  # 1 - erf(v)
+    if not k.wide:
+        return _erfc64_blend(x, s, c, tmp, scale)
     w = _weights(s, c, tmp)
     a = np.abs(x, out=tmp("a"))
-    if k.wide:
-        wide, u = _wide_tail(a, k, tmp, scaled), tmp("u")
-        if u is None:  # (the stand-ins of jit and vmap record ufuncs)
-            u = np.positive(wide, dtype=k.dtype)
-        else:
-                np.copyto(u, wide)
+    wide, u = _wide_tail(a, k, tmp, scaled), tmp("u")
+    if u is None:  # (the stand-ins of jit and vmap record ufuncs)
+        u = np.positive(wide, dtype=k.dtype)
     else:
-        r, b = _scaled_tail(a, k, tmp, k.r, k.far, scaled)
-        u = _times_gauss(r, b, k, tmp, scaled)
+        np.copyto(u, wide)
     u *= w  # erfc(|v|) for v > 0, and 2 - erfc(|v|) for v < 0, 0 inside:
     two = np.abs(w, out=tmp("two"))
     two -= w
