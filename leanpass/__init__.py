@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import functional
+from .core import tensor as _tensor
 from .core.tensor import ConversionError, Tensor, apply, no_grad, stop_gradient
 from .core.tree import register_pytree, tree_flatten, tree_map, tree_unflatten
 from .numpy import dispatch as _numpy_dispatch  # noqa: F401 (installs NumPy dispatch on Tensor)
@@ -96,6 +97,17 @@ __all__ += ["conv1d", "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", 
 __all__ += [*_math_all, *_contract_all, *_arrays_all]
 __all__ += ["jvp", "jacfwd", "jacrev"]
 del np
+
+
+def _graph_tools() -> Any:
+    """leanpass.core.graph (Tensor.visualize, grad_check, ...), loaded the first time a Tensor asks."""
+    from .core import graph
+
+    return graph
+
+
+_tensor.set_graph_tools(_graph_tools)
+
 
 # Everything past differentiation (nn, optim, losses, data, checkpoints, transforms beyond grad, the
 # SciPy-style functions, convolutions) loads on first use, so that `import leanpass` stays cheap for

@@ -48,8 +48,9 @@ WRITES_ALLOWED: set[tuple[str, str]] = set()
 # Modules (and packages) `import leanpass` must not load: they load on first use. (SciPy itself too.)
 NOT_ON_IMPORT = ("leanpass.nn", "leanpass.optim", "leanpass.transforms.vmap", "leanpass.transforms.jit",
                  "leanpass.scipy", "leanpass.numpy.linalg", "leanpass.numpy.convolution", "scipy",
-                 *(f"leanpass.functional.{m}" for m in ("conv", "pooling", "padding", "norms", "linalg", "special")),
-                 "leanpass.plugin_registry", "leanpass.ops", "importlib.metadata")
+                 *(f"leanpass.functional.{m}" for m in ("conv", "pooling", "padding", "norms", "linalg", "special",
+                                                         "_erf", "_scratch")),
+                 "leanpass.plugin_registry", "leanpass.ops", "importlib.metadata", "leanpass.core.graph")
 
 _MUTATORS = {"update", "add", "append", "extend", "insert", "setdefault", "pop", "popitem", "remove", "discard",
              "clear", "__setitem__", "__delitem__"}

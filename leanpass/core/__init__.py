@@ -2,4 +2,3 @@
 graph shown and checked (graph.py)."""
 
 from . import engine as _engine  # noqa: F401 (loads the reverse pass, which Tensor.backward runs: set_backward)
-from . import graph as _graph  # noqa: F401 (Tensor.visualize, grad_check, ...: set_graph_tools)

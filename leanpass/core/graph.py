@@ -13,7 +13,6 @@ as leaves, as LeanPass 0.1 showed them.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,6 @@ import numpy as np
 from ..functional._registry import LAZY_MODULE as _LAZY_MODULE
 from ..functional._registry import REGISTRY as _REGISTRY
 from ..functional._registry import load_all
-from . import tensor as _tensor
 from .engine import reverse_pass
 from .tensor import CustomVJP, Tensor
 
@@ -190,4 +188,3 @@ def zero_grad_all(t: Tensor) -> None:
             v.grad = np.zeros(np.shape(v._data), dtype=v.dtype)
 
 
-_tensor.set_graph_tools(sys.modules[__name__])

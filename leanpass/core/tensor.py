@@ -628,7 +628,7 @@ class Tensor:
         >>> print(Tensor([1.0], requires_grad=True, name="w").visualize())  # doctest: +ELLIPSIS
         Node ...: leaf (w) shape=(1,)
         """
-        return _graph_tools.visualize(self)
+        return _graph_tools().visualize(self)
 
     def visualize_dot(self) -> str:
         """The graph that made this Tensor in Graphviz's DOT language (``dot -Tsvg``): a box per op, an
@@ -637,7 +637,7 @@ class Tensor:
         >>> print(Tensor([1.0], requires_grad=True).visualize_dot().splitlines()[0])
         digraph computation_graph {
         """
-        return _graph_tools.visualize_dot(self)
+        return _graph_tools().visualize_dot(self)
 
     def grad_check(self, eps: float = 1e-6, tol: float = 1e-4) -> list[tuple[Tensor, float, Any, Any]]:
         """Compare the gradient of ``self.sum()`` with central finite differences, for each leaf of the graph
@@ -648,7 +648,7 @@ class Tensor:
         >>> (w * w).sum().grad_check()
         []
         """
-        return _graph_tools.grad_check(self, eps, tol)
+        return _graph_tools().grad_check(self, eps, tol)
 
     def zero_grad_all(self) -> None:
         """Set ``.grad`` to zeros on every Tensor of the graph that made this one and requires grad.
@@ -658,7 +658,7 @@ class Tensor:
         >>> y.backward(); y.zero_grad_all(); w.grad
         Tensor([0.])
         """
-        _graph_tools.zero_grad_all(self)
+        _graph_tools().zero_grad_all(self)
 
     def reshape(self, *shape: Any) -> Tensor:
         """Reshape (``t.reshape(2, -1)`` or ``t.reshape((2, -1))``); see ``leanpass.reshape``."""
@@ -1435,18 +1435,23 @@ def set_numpy_dispatch(array_ufunc: Callable[..., Any], array_function: Callable
     _array_ufunc, _array_function = array_ufunc, array_function
 
 
-_graph_tools: Any = None  # leanpass.core.graph: visualize, visualize_dot, grad_check, zero_grad_all
+def _no_graph_tools() -> Any:
+    raise RuntimeError("leanpass.core.graph is not set up: import leanpass (which calls set_graph_tools)")
 
 
-def set_graph_tools(module: Any) -> None:
-    """The module whose ``visualize``, ``visualize_dot``, ``grad_check`` and ``zero_grad_all`` the Tensor
-    methods of those names call.
+_graph_tools: Callable[[], Any] = _no_graph_tools  # returns leanpass.core.graph, loading it on first use
+
+
+def set_graph_tools(load: Callable[[], Any]) -> None:
+    """How the Tensor methods ``visualize``, ``visualize_dot``, ``grad_check`` and ``zero_grad_all`` find
+    the module that implements them: ``load()`` returns it. The facade passes a function that imports
+    ``leanpass.core.graph`` on first use, so that ``import leanpass`` does not load it.
 
     >>> from leanpass.core import graph
-    >>> set_graph_tools(graph)  # (what leanpass.core.graph does as it loads)
+    >>> set_graph_tools(lambda: graph)  # (what ``import leanpass`` does, with an import on first use)
     """
     global _graph_tools
-    _graph_tools = module
+    _graph_tools = load
 
 
 def set_backward(fn: Callable[[Tensor, Any, bool], None]) -> None:

@@ -36,7 +36,6 @@ import numpy as np
 
 from . import _lift
 from ._broadcast import unbroadcast
-from ._erf import erf_values, erfc_values
 from ._lift import as_dtype_of, in_dtype_of
 from ._registry import REGISTRY, op
 from ._tangent import from_derivatives
@@ -112,6 +111,8 @@ def _erf(x: Any) -> Any:
     """The error function in NumPy (see ``_erf.py``): ``erf(x) = 2/sqrt(pi) int_0^x exp(-t^2) dt``."""
     if _lift.is_tensor(x):  # a replayed backward pass: record one op, not the kernel
         return _lift.apply(erf, "erf", x)  # type: ignore[misc]
+    from ._erf import erf_values  # (its tables load on first use: not at import leanpass)
+
     return erf_values(x)
 
 
@@ -119,6 +120,8 @@ def _erfc(x: Any) -> Any:
     """``1 - erf(x)``, accurate also where it is tiny (large ``x``)."""
     if _lift.is_tensor(x):
         return _lift.apply(erfc, "erfc", x)  # type: ignore[misc]
+    from ._erf import erfc_values
+
     return erfc_values(x)
 
 

@@ -20,7 +20,6 @@ import numpy as np
 
 from . import _lift
 from ._broadcast import unbroadcast
-from ._erf import gelu_values
 from ._lift import is_tensor, weak
 from ._registry import op
 
@@ -349,6 +348,13 @@ _GELU_C = float(np.sqrt(2.0 / np.pi))
 _INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)
 _LOG_INV_SQRT_2PI = float(np.log(_INV_SQRT_2PI))
 _GELU_FAR = 50.0  # beyond +-50, x φ(x) is 0 in float64 (the bound keeps inf * 0 out of a replayed slope)
+
+
+def gelu_values(x: Any) -> tuple[Any, Any]:
+    """The exact GELU and its slope from ``_erf.gelu_values``, whose tables load on first use (not at import)."""
+    from ._erf import gelu_values as kernel
+
+    return kernel(x)
 
 
 def gelu(x: Any, approximate: str = "tanh") -> tuple[Any, Any]:
