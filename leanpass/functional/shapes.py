@@ -142,16 +142,17 @@ def unindex(g: Any, index: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     """
     if _lift.is_tensor(g):  # replayed by a differentiable backward pass: record the scatter as one op
         return scatter(g, index, shape), lambda h: (_lift.index(h, index), None, None)
-    # (zeros_like dispatches, so under jit the zeros and the writes into them are traced too)
-    out = np.zeros(shape, dtype=g.dtype) if type(g) is np.ndarray else np.zeros_like(g, shape=shape)
-    if _lift.spread_target is not None:  # (vmap: a batched index needs a batched target)
-        out = _lift.spread_target(index, out, True)
-    if _is_basic(index):
-        out[index] = g  # no index can repeat: plain assignment is the scatter
-    elif (rows := _one_hot_rows(g, index, shape)) is not None:
-        out = rows
-    else:
-        np.add.at(out, index, g)
+    basic = _is_basic(index)
+    out = None if basic else _one_hot_rows(g, index, shape)
+    if out is None:
+        # (zeros_like dispatches, so under jit the zeros and the writes into them are traced too)
+        out = np.zeros(shape, dtype=g.dtype) if type(g) is np.ndarray else np.zeros_like(g, shape=shape)
+        if _lift.spread_target is not None:  # (vmap: a batched index needs a batched target)
+            out = _lift.spread_target(index, out, True)
+        if basic:
+            out[index] = g  # no index can repeat: plain assignment is the scatter
+        else:
+            np.add.at(out, index, g)
     return out, lambda h: (_lift.index(h, index), None, None)
 
 

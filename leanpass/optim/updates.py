@@ -243,8 +243,9 @@ def set_to_zero() -> Optimizer:
 def freeze(mask: Any) -> Optimizer:
     """Freeze some parameters: their updates become zero, the others pass unchanged.
 
-    ``mask`` has the parameters' structure with ``True`` at the frozen leaves (for a model, build it
-    with ``lp.tree_map``), or is a function ``params -> mask``. Put it last in a ``chain``, after
+    ``mask`` has the parameters' structure (or a prefix of it) with ``True`` at the frozen leaves (for a
+    model, build it with ``lp.tree_map``), or is a function ``params -> mask``; read as ``optim.masked``
+    reads its mask. Put it last in a ``chain``, after
     the optimizer (and its weight decay), so that nothing reaches the frozen parameters. (To run an
     optimizer on some parameters only, use ``optim.masked``.)
 
@@ -263,14 +264,7 @@ def freeze(mask: Any) -> Optimizer:
 
     def update(grads: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
         leaves, treedef = tree_flatten(grads)
-        m = mask(grads if params is None else params) if callable(mask) else mask
-        flags, mdef = tree_flatten(m)
-        if len(flags) != len(leaves) or any(not isinstance(f, (bool, np.bool_)) for f in flags):
-            raise ValueError(
-                "freeze: the mask must have the structure of the parameters, with True (frozen) or False at "
-                f"each of their {len(leaves)} leaves; got {len(flags)} leaves. Build it from the parameters: "
-                "lp.tree_map(lambda p: ..., params)."
-            )
+        flags = _mask_flags(mask, grads if params is None else params, treedef, "freeze")
         out = [np.zeros_like(_raw(g)) if f else g for g, f in zip(leaves, flags)]
         return tree_unflatten(treedef, out), state
 
@@ -479,8 +473,9 @@ def _mask_flags(mask: Mask, tree: Any, treedef: TreeDef, where: str) -> list[boo
             return
         if md.kind is not td.kind or md.meta != td.meta or len(md.children) != len(td.children):
             raise ValueError(
-                f"{where}: the mask does not have the structure of the params (nor a prefix of it). Make it "
-                "from them, e.g. mask=lambda p: leanpass.tree_map(lambda x: x.ndim >= 2, p)."
+                f"{where}: the mask does not have the structure of the params (the structure of the parameters, "
+                "or a prefix of it). Make it from them, e.g. "
+                "mask=lambda p: leanpass.tree_map(lambda x: x.ndim >= 2, p)."
             )
         for a, b in zip(md.children, td.children):
             walk(a, b)

@@ -62,6 +62,18 @@ class _Cell:
             self.set(value)
 
 
+def _written(c: _Cell, value: Any) -> Any:
+    """What a step's write of ``value`` into cell ``c`` stores: a read-only array, a constant Tensor for a
+    ``.grad``, a number of the type the attribute held."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    if c.kind == "grad":
+        return _const(value)
+    if c.kind == "attr" and type(c.before) in _NUMBER:
+        return type(c.before)(value)
+    return value
+
+
 class Cells:
     """The cells of one trace: stand-ins in at the start, outputs and real values out at the end."""
 
@@ -121,14 +133,7 @@ class Cells:
             if type(raw) is TracedArray and raw._tr is tr:
                 writes.append((c, len(outs)))
                 outs.append(raw)
-                real = tr.values[raw._id]
-                if isinstance(real, np.ndarray):
-                    real.flags.writeable = False
-                if c.kind == "grad":
-                    real = _const(real)
-                elif c.kind == "attr" and type(c.before) in _NUMBER:
-                    real = type(c.before)(real)
-                c.put(real)
+                c.put(_written(c, tr.values[raw._id]))
             else:  # a constant written (zeros, None): the same at every replay
                 writes.append((c, ("const", now)))
         getters = [c.get for c in self.cells if c.var is not None]
@@ -150,14 +155,7 @@ class Cells:
                     if type(where) is tuple:
                         c.set(where[1])
                         continue
-                    value = out[n_user + where]
-                    if isinstance(value, np.ndarray):
-                        value.flags.writeable = False
-                    if c.kind == "grad":
-                        value = _const(value)
-                    elif c.kind == "attr" and type(c.before) in _NUMBER:
-                        value = type(c.before)(value)
-                    c.set(value)
+                    c.set(_written(c, out[n_user + where]))
                 return out[:n_user]
 
             return replay
